@@ -1,0 +1,111 @@
+//! The index-map IR: the semantic level. A kernel is a list of statements run in order over one
+//! source and one destination tensor. Each statement ranges over a box of integer points (its
+//! domain), optionally restricted by a guard, and for every point moves one element:
+//!
+//! ```text
+//! copy       %dst[dst_map] = %src[src_map]     (gather: the copy ops)
+//! fill       %dst[dst_map] = 0                 (padding: all-zero bytes, which is +0.0 / false)
+//! accumulate %dst[dst_map] += %src[src_map]    (scatter-add: Col2Im)
+//! ```
+
+use crate::{AffineExpr, TensorType};
+
+/// The half-open range `[lo, hi)` of one dim of a domain.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct DimRange {
+    pub lo: i64,
+    pub hi: i64,
+}
+
+impl DimRange {
+    pub fn new(lo: i64, hi: i64) -> DimRange {
+        DimRange { lo, hi }
+    }
+
+    /// `[0, n)`.
+    pub fn upto(n: u64) -> DimRange {
+        DimRange {
+            lo: 0,
+            hi: n as i64,
+        }
+    }
+
+    /// Number of values in the range (0 when empty).
+    pub fn len(&self) -> u64 {
+        if self.hi > self.lo {
+            self.hi.abs_diff(self.lo)
+        } else {
+            0
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hi <= self.lo
+    }
+}
+
+/// One conjunct of a guard: `lo <= expr < hi`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Constraint {
+    pub expr: AffineExpr,
+    pub lo: i64,
+    pub hi: i64,
+}
+
+/// What a statement does at each point of its domain.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// `%dst[dst] = %src[src]`.
+    Copy { src: Vec<AffineExpr> },
+    /// `%dst[dst] = 0`: all-zero bytes of the element type.
+    Fill,
+    /// `%dst[dst] += %src[src]`, with the element type's addition.
+    Accumulate { src: Vec<AffineExpr> },
+}
+
+impl Action {
+    /// The source map, for the actions that read the source.
+    pub fn src_map(&self) -> Option<&[AffineExpr]> {
+        match self {
+            Action::Copy { src } | Action::Accumulate { src } => Some(src),
+            Action::Fill => None,
+        }
+    }
+
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Action::Copy { .. } => "copy",
+            Action::Fill => "fill",
+            Action::Accumulate { .. } => "accumulate",
+        }
+    }
+}
+
+/// One statement: for every point of `domain` that satisfies every constraint of `guard`,
+/// apply `action` at destination index `dst`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Stmt {
+    pub domain: Vec<DimRange>,
+    pub guard: Vec<Constraint>,
+    pub dst: Vec<AffineExpr>,
+    pub action: Action,
+}
+
+impl Stmt {
+    /// Number of points in the domain (guards not counted), saturating.
+    pub fn domain_size(&self) -> u64 {
+        self.domain
+            .iter()
+            .fold(1u64, |acc, r| acc.saturating_mul(r.len()))
+    }
+}
+
+/// An index-map kernel: `dst` is fully defined by running `stmts` in order.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    /// A name for printing, e.g. `space_to_depth`. Letters, digits and `_`.
+    pub name: String,
+    pub src: TensorType,
+    pub dst: TensorType,
+    pub stmts: Vec<Stmt>,
+}

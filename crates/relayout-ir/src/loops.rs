@@ -1,0 +1,77 @@
+//! The loop IR: what code generation consumes. Each statement is a perfect loop nest whose
+//! accesses are byte offsets `offset + sum(stride_i * i_i)` into the source and the destination;
+//! at each point it moves a contiguous run of `bytes` bytes. Loops are listed outermost first.
+//!
+//! ```text
+//! copy 16 bytes %dst[0 + 64 * i0 + 16 * i1] = %src[0 + 32 * i0 + 16 * i1]
+//!   for i0 in 0 to 4, i1 in 0 to 2
+//! ```
+
+use crate::{DType, TensorType};
+
+/// One loop: `extent` iterations, moving each operand by a byte stride per iteration.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Loop {
+    pub extent: u64,
+    pub src_stride: i64,
+    pub dst_stride: i64,
+}
+
+/// What a loop statement does at each point.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum LoopAction {
+    /// Copy `bytes` bytes from the source to the destination.
+    Copy,
+    /// Write `bytes` zero bytes to the destination (the source is not read).
+    Fill,
+    /// Add `bytes / elem_size` elements of the source into the destination, element by element.
+    Accumulate,
+}
+
+impl LoopAction {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            LoopAction::Copy => "copy",
+            LoopAction::Fill => "fill",
+            LoopAction::Accumulate => "accumulate",
+        }
+    }
+}
+
+/// A perfect loop nest with one action in its body.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct LoopStmt {
+    pub action: LoopAction,
+    /// Length of the contiguous run moved at each point, in bytes: a positive multiple of the
+    /// element size.
+    pub bytes: u64,
+    pub src_offset: i64,
+    pub dst_offset: i64,
+    /// Outermost first.
+    pub loops: Vec<Loop>,
+}
+
+impl LoopStmt {
+    /// Number of points of the nest, saturating.
+    pub fn trip_count(&self) -> u64 {
+        self.loops
+            .iter()
+            .fold(1u64, |acc, l| acc.saturating_mul(l.extent))
+    }
+}
+
+/// A loop kernel: `dst` is fully defined by running `stmts` in order.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct LoopKernel {
+    pub name: String,
+    pub src: TensorType,
+    pub dst: TensorType,
+    pub stmts: Vec<LoopStmt>,
+}
+
+impl LoopKernel {
+    /// The element type (source and destination always share it).
+    pub fn dtype(&self) -> DType {
+        self.dst.dtype
+    }
+}

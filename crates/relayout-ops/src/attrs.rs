@@ -1,0 +1,34 @@
+//! Attribute values as they come from JSON cases or the CLI's op syntax, before validation.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An attribute value: an integer, a string, or a list of values (`[[1, 2], [0, 0]]`).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum AttrValue {
+    Int(i64),
+    Str(String),
+    List(Vec<AttrValue>),
+}
+
+/// Attributes by name.
+pub type Attrs = BTreeMap<String, AttrValue>;
+
+impl fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttrValue::Int(i) => write!(f, "{i}"),
+            AttrValue::Str(s) => write!(f, "\"{s}\""),
+            AttrValue::List(items) => {
+                f.write_str("[")?;
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}

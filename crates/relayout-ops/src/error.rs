@@ -1,0 +1,76 @@
+//! Typed op errors. Every invalid op description is rejected with one of these before any code
+//! is generated; the category is exactly one of the conformance format's category strings, and
+//! the message names the rule and the values involved.
+
+use std::fmt;
+
+/// The rule an invalid op breaks (conformance/FORMAT.md, "Error categories"), plus the few
+/// rules of ours that the format has no category for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ErrorCategory {
+    BlockSizeTooSmall,
+    NotDivisible,
+    CropsTooLarge,
+    BadRank,
+    BadPaddings,
+    BadCrops,
+    BadVectC,
+    BadMode,
+    BadDataFormat,
+    BadCol2ImL,
+    BadCol2ImAttrs,
+    /// An unknown op name, an unknown or missing attribute, or an attribute of the wrong kind.
+    BadAttribute,
+    /// A shape whose element count, byte size or index arithmetic overflows.
+    SizeOverflow,
+}
+
+impl ErrorCategory {
+    /// The category string of the conformance format (`block_size_too_small`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::BlockSizeTooSmall => "block_size_too_small",
+            ErrorCategory::NotDivisible => "not_divisible",
+            ErrorCategory::CropsTooLarge => "crops_too_large",
+            ErrorCategory::BadRank => "bad_rank",
+            ErrorCategory::BadPaddings => "bad_paddings",
+            ErrorCategory::BadCrops => "bad_crops",
+            ErrorCategory::BadVectC => "bad_vect_c",
+            ErrorCategory::BadMode => "bad_mode",
+            ErrorCategory::BadDataFormat => "bad_data_format",
+            ErrorCategory::BadCol2ImL => "bad_col2im_L",
+            ErrorCategory::BadCol2ImAttrs => "bad_col2im_attrs",
+            ErrorCategory::BadAttribute => "bad_attribute",
+            ErrorCategory::SizeOverflow => "size_overflow",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An invalid op description: which rule it breaks, and a message with the values involved
+/// (e.g. "SpaceToDepth: input height 5 (dim 1) is not divisible by block_size 2").
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("{message} [{category}]")]
+pub struct OpError {
+    pub category: ErrorCategory,
+    pub message: String,
+}
+
+impl OpError {
+    pub fn new(category: ErrorCategory, message: impl Into<String>) -> OpError {
+        OpError {
+            category,
+            message: message.into(),
+        }
+    }
+
+    /// The conformance category string.
+    pub fn category(&self) -> &'static str {
+        self.category.as_str()
+    }
+}
