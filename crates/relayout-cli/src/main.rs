@@ -1,1 +1,116 @@
-fn main() {}
+//! The `relayout` command-line tool: print an op's IR at every stage, run the built-in demo,
+//! run passes on IR text like mlir-opt, and run conformance cases.
+
+mod bench;
+mod commands;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "relayout",
+    version,
+    about = "Compile tensor relayout ops to shape-specialised machine code, and show every stage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The stages `lower --emit` can print.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Emit {
+    /// The op's index-map IR as lowered, before any pass.
+    Lowered,
+    /// The index-map IR after the index-level passes.
+    Index,
+    /// The final loop IR.
+    Loop,
+    /// The Cranelift IR of every generated function.
+    Clif,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Lower an op and print its IR: the lowered index-map IR, the loop IR and the CLIF.
+    #[command(
+        after_help = "Examples:\n  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>'\n  relayout lower --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --emit loop\n  relayout lower 'Col2Im {image_shape = [5, 5], block_shape = [2, 2]} : tensor<1x4x16xf32>' --print-after-all"
+    )]
+    Lower {
+        /// The op, e.g. 'DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x3x3xf32>'.
+        op: Option<String>,
+        /// Read the op from a conformance case file instead (its op, attrs and input type).
+        #[arg(long, conflicts_with = "op")]
+        case: Option<PathBuf>,
+        /// Print only this stage.
+        #[arg(long, value_enum)]
+        emit: Option<Emit>,
+        /// Print the IR after every pass, with MLIR-style headers.
+        #[arg(long)]
+        print_after_all: bool,
+    },
+    /// Run the main job on a built-in example: lower, print the IR, compile, run, show the data.
+    Demo,
+    /// Run a pass pipeline on IR text (the printer's format), like mlir-opt.
+    #[command(
+        after_help = "Example:\n  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered > k.ir\n  relayout opt k.ir --passes canonicalize,split-dims --print-after-all"
+    )]
+    Opt {
+        /// A file of IR text, or - for standard input.
+        file: PathBuf,
+        /// Comma-separated pass names; the default pipeline when absent.
+        #[arg(long)]
+        passes: Option<String>,
+        #[arg(long)]
+        print_after_all: bool,
+    },
+    /// Run every conformance case (*.json) under the given directories through the JIT.
+    #[command(
+        after_help = "Example:\n  relayout conformance tests/conformance\nThe last line is exactly `N passed, M failed`; the exit status is 0 only when M is 0."
+    )]
+    Conformance {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+    /// Run an op on a NumPy .npy file and write the result as .npy.
+    #[command(
+        after_help = "Examples:\n  relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy\n  relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy"
+    )]
+    Run(run::RunArgs),
+    /// Benchmark the cases of a suite file: compile time, kernel time and memcpy time of the same bytes.
+    #[command(
+        after_help = "Example:\n  relayout bench bench/suite.json --threads 1\n  BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl"
+    )]
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lower {
+            op,
+            case,
+            emit,
+            print_after_all,
+        } => commands::lower(op, case, emit, print_after_all),
+        Command::Demo => commands::demo(),
+        Command::Opt {
+            file,
+            passes,
+            print_after_all,
+        } => commands::opt(&file, passes.as_deref(), print_after_all),
+        Command::Conformance { dirs } => commands::conformance(&dirs),
+        Command::Run(args) => run::run(args),
+        Command::Bench(args) => bench::bench(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

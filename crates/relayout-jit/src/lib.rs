@@ -1,1 +1,57 @@
-//! stub
+//! # relayout-jit
+//!
+//! Turns a loop kernel into machine code for this machine and runs it safely.
+//!
+//! [`CompiledKernel::compile`] verifies the kernel (`relayout_ir::verify_loop_kernel` must
+//! prove every access in bounds, or nothing is compiled), translates each statement with
+//! relayout-codegen, and compiles them all into one Cranelift JIT module, which is freed when
+//! the `CompiledKernel` is dropped. [`CompiledKernel::run`] checks both buffer lengths against
+//! the kernel's tensor types before any machine code runs; [`CompiledKernel::run_typed`] does
+//! the same on slices of an [`Element`] type; [`CompiledKernel::run_threaded`] splits each
+//! statement's outermost loop over a process-wide thread pool.
+//!
+//! ```
+//! use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
+//! use relayout_jit::CompiledKernel;
+//!
+//! // Transpose a 2x3 byte matrix.
+//! let kernel = LoopKernel {
+//!     name: "t".into(),
+//!     src: TensorType::new(DType::U8, [2, 3]),
+//!     dst: TensorType::new(DType::U8, [3, 2]),
+//!     stmts: vec![LoopStmt {
+//!         action: LoopAction::Copy,
+//!         bytes: 1,
+//!         src_offset: 0,
+//!         dst_offset: 0,
+//!         loops: vec![
+//!             Loop { extent: 3, src_stride: 1, dst_stride: 2 },
+//!             Loop { extent: 2, src_stride: 3, dst_stride: 1 },
+//!         ],
+//!     }],
+//! };
+//! let compiled = CompiledKernel::compile(&kernel)?;
+//! let mut dst = [0u8; 6];
+//! compiled.run(&[0, 1, 2, 3, 4, 5], &mut dst)?;
+//! assert_eq!(dst, [0, 3, 1, 4, 2, 5]);
+//! assert!(compiled.run(&[0, 1, 2], &mut dst).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! This is the only crate of relayout with `unsafe` code, and all of it is in `module.rs`,
+//! whose documentation argues why it is sound.
+
+mod element;
+mod error;
+mod helpers;
+mod isa;
+mod kernel;
+mod module;
+mod threads;
+
+#[cfg(test)]
+mod random_tests;
+
+pub use element::Element;
+pub use error::{JitError, Operand, RunError};
+pub use kernel::CompiledKernel;

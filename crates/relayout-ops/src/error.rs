@@ -23,9 +23,36 @@ pub enum ErrorCategory {
     BadAttribute,
     /// A shape whose element count, byte size or index arithmetic overflows.
     SizeOverflow,
+    /// A data buffer whose length does not match its tensor type. Not a rule of the op
+    /// description: it is what a direct evaluation (the reference implementation) reports
+    /// when handed the wrong bytes.
+    BufferLength,
 }
 
 impl ErrorCategory {
+    /// Every category, in declaration order.
+    pub const ALL: [ErrorCategory; 14] = [
+        ErrorCategory::BlockSizeTooSmall,
+        ErrorCategory::NotDivisible,
+        ErrorCategory::CropsTooLarge,
+        ErrorCategory::BadRank,
+        ErrorCategory::BadPaddings,
+        ErrorCategory::BadCrops,
+        ErrorCategory::BadVectC,
+        ErrorCategory::BadMode,
+        ErrorCategory::BadDataFormat,
+        ErrorCategory::BadCol2ImL,
+        ErrorCategory::BadCol2ImAttrs,
+        ErrorCategory::BadAttribute,
+        ErrorCategory::SizeOverflow,
+        ErrorCategory::BufferLength,
+    ];
+
+    /// The category with this conformance string, if any.
+    pub fn from_name(name: &str) -> Option<ErrorCategory> {
+        ErrorCategory::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
     /// The category string of the conformance format (`block_size_too_small`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -42,6 +69,7 @@ impl ErrorCategory {
             ErrorCategory::BadCol2ImAttrs => "bad_col2im_attrs",
             ErrorCategory::BadAttribute => "bad_attribute",
             ErrorCategory::SizeOverflow => "size_overflow",
+            ErrorCategory::BufferLength => "buffer_length",
         }
     }
 }

@@ -5,11 +5,27 @@
 //! format's category strings), the output type, and lowering to the index-map IR
 //! ([`relayout_ir::Kernel`]). Lowering is direct and unsimplified: the maps say what the op
 //! documentation says, with `floordiv` and `mod` where it has them; the passes simplify.
+//!
+//! Copy ops lower to one gather statement over the output (`copy %dst[d0, ..] = %src[map]`),
+//! preceded by a zero `fill` when there is padding, whose guard repeats the source index
+//! expressions of the padded dims. Col2Im lowers to a `fill` and one guarded scatter
+//! `accumulate` over (n, c, kernel position, block position).
+//!
+//! Code map: `op.rs` (the [`Op`] enum and dispatch), `from_attrs.rs` (attributes to ops),
+//! `validate.rs` (checked sizes and shared checks), `lowering.rs` (map building blocks), and
+//! one file per op family: `depth.rs`, `batch.rs`, `col2im.rs`.
 
 mod attrs;
+mod batch;
+mod col2im;
+mod depth;
 mod error;
+mod from_attrs;
+mod lowering;
 mod op;
+mod validate;
 
 pub use attrs::{AttrValue, Attrs};
 pub use error::{ErrorCategory, OpError};
+pub use from_attrs::OP_NAMES;
 pub use op::{DataFormat, DepthToSpaceMode, Op};

@@ -1,1 +1,74 @@
-//! stub
+//! # relayout-passes
+//!
+//! Everything between a lowered op and code generation: passes on the index-map IR that
+//! remove `floordiv`, `mod` and guards, the lowering of index maps to loop nests, passes on
+//! the loop IR, and the machinery to run them.
+//!
+//! ## The model
+//!
+//! A pass is a pure function from IR to IR ([`Pass`]); IR flows as
+//! [`relayout_ir::AnyKernel`], either level. Passes are registered in one table, [`PASSES`]
+//! (name, one-line summary, constructor), and composed into a [`Pipeline`], written as a
+//! string such as `canonicalize,split-dims,drop-unit-dims` that prints back to itself. A
+//! [`PassManager`] runs a pipeline, verifies the IR after every pass (on by default in debug
+//! builds and tests), and can hand back the IR after every pass with MLIR's header for
+//! `--print-after-all`.
+//!
+//! The default pipeline ([`DEFAULT_PIPELINE`]) turns every lowered op into a loop kernel:
+//!
+//! 1. `canonicalize` simplifies every map with the ranges of the dims
+//!    (`(d0 * 4 + d1) floordiv 4 -> d0` when `d1` is in `[0, 4)`);
+//! 2. `split-dims` replaces dims read through `floordiv` and `mod` by their digits, which
+//!    turns SpaceToDepth into a strided 6-D transpose;
+//! 3. `split-guards` turns guarded statements (padding, Col2Im's borders) into guard-free
+//!    ones over sub-boxes, and shrinks the padding fill to what no copy overwrites;
+//! 4. `peel-dims` removes whatever `floordiv`, `mod` or guard is left, by brute force;
+//! 5. `drop-unit-dims` removes dims with one value;
+//! 6. `linearize` lowers to loop nests with byte strides;
+//! 7. `coalesce`, `interchange`, `coalesce` merge contiguous loops and put a unit-stride loop
+//!    innermost.
+//!
+//! Every pass preserves the meaning of the kernel as the interpreter
+//! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every
+//! pass, on hand-written kernels, on every op lowering and on random kernels. The one
+//! liberty: passes that reorder the points of an `accumulate` treat addition as commutative,
+//! which is exact for integers and changes only the rounding for floats.
+//!
+//! ```
+//! use relayout_passes::{default_pipeline, Pipeline};
+//!
+//! let p = Pipeline::parse("canonicalize,split-dims,drop-unit-dims").unwrap();
+//! assert_eq!(p.to_string(), "canonicalize,split-dims,drop-unit-dims");
+//! assert!(Pipeline::parse("canonicalise").is_err());
+//! assert_eq!(Pipeline::parse(&default_pipeline().to_string()).unwrap(), default_pipeline());
+//! ```
+
+mod boxes;
+mod error;
+mod manager;
+mod pass;
+pub mod passes;
+mod pipeline;
+mod registry;
+mod simplify;
+mod stmt;
+mod sum;
+
+pub use error::PassError;
+pub use manager::{IrDump, PassManager, PipelineRun};
+pub use pass::{Level, Pass};
+pub use pipeline::{default_pipeline, Pipeline, DEFAULT_PIPELINE};
+pub use registry::{find_pass, PassInfo, PASSES};
+
+use relayout_ir::{Kernel, LoopKernel};
+
+/// Runs the index-map part of the default pipeline (everything before `linearize`): the
+/// kernel that `lower_to_loops` linearizes.
+pub fn optimize_index(k: &Kernel) -> Result<Kernel, PassError> {
+    PassManager::new(default_pipeline().index_prefix()).run_index(k)
+}
+
+/// Runs the whole default pipeline: index-map passes, `linearize`, loop passes.
+pub fn lower_to_loops(k: &Kernel) -> Result<LoopKernel, PassError> {
+    PassManager::new(default_pipeline()).run_to_loops(k)
+}

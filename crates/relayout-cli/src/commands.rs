@@ -1,0 +1,148 @@
+//! The subcommands. Each returns the process exit code, or a one-line error message.
+
+use crate::Emit;
+use relayout::ir::TensorType;
+use relayout::{conformance, Op};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Reads the op from the command line syntax or a conformance case file.
+fn read_op(op: Option<String>, case: Option<PathBuf>) -> Result<(Op, TensorType), String> {
+    match (op, case) {
+        (Some(text), None) => {
+            let spec = relayout::parse_op_spec(&text)
+                .map_err(|e| format!("in the op description, {e}"))?;
+            let op = Op::from_attrs(&spec.name, &spec.attrs).map_err(|e| e.to_string())?;
+            Ok((op, spec.input))
+        }
+        (None, Some(path)) => {
+            let case = conformance::load_case(&path).map_err(|e| e.to_string())?;
+            let op = Op::from_attrs(&case.op_name, &case.attrs).map_err(|e| e.to_string())?;
+            Ok((op, case.input))
+        }
+        _ => Err("give an op description or --case FILE (see `relayout lower --help`)".into()),
+    }
+}
+
+pub fn lower(
+    op: Option<String>,
+    case: Option<PathBuf>,
+    emit: Option<Emit>,
+    print_after_all: bool,
+) -> Result<ExitCode, String> {
+    let (op, input) = read_op(op, case)?;
+    if print_after_all {
+        print!(
+            "{}",
+            relayout::print_after_all(&op, &input).map_err(|e| e.to_string())?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stages = relayout::lower(&op, &input).map_err(|e| e.to_string())?;
+    let clif = || relayout::clif_text(&stages.loops).map_err(|e| e.to_string());
+    match emit {
+        Some(Emit::Lowered) => print!("{}", stages.lowered),
+        Some(Emit::Index) => print!("{}", stages.optimized),
+        Some(Emit::Loop) => print!("{}", stages.loops),
+        Some(Emit::Clif) => print!("{}", clif()?),
+        None => {
+            println!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
+            println!(
+                "// ----- index-map IR after simplification ----- //\n{}",
+                stages.optimized
+            );
+            println!("// ----- loop IR ----- //\n{}", stages.loops);
+            println!("// ----- Cranelift IR ----- //\n{}", clif()?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn demo() -> Result<ExitCode, String> {
+    // The third worked example of TensorFlow's SpaceToDepth page.
+    let text = "SpaceToDepth {block_size = 2, data_format = \"NHWC\"} : tensor<1x4x4x1xf32>";
+    let spec = relayout::parse_op_spec(text).map_err(|e| e.to_string())?;
+    let op = Op::from_attrs(&spec.name, &spec.attrs).map_err(|e| e.to_string())?;
+    println!("op: {text}\n");
+    let start = std::time::Instant::now();
+    let kernel = relayout::compile(&op, &spec.input).map_err(|e| e.to_string())?;
+    let compile_time = start.elapsed();
+    let stages = kernel.stages();
+    println!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
+    println!(
+        "// ----- index-map IR after simplification ----- //\n{}",
+        stages.optimized
+    );
+    println!("// ----- loop IR ----- //\n{}", stages.loops);
+    println!(
+        "// ----- Cranelift IR ----- //\n{}",
+        relayout::clif_text(&stages.loops).map_err(|e| e.to_string())?
+    );
+    let input: Vec<f32> = [1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16]
+        .map(|v| v as f32)
+        .to_vec();
+    let mut output = vec![0f32; input.len()];
+    kernel
+        .run_typed(&input, &mut output)
+        .map_err(|e| e.to_string())?;
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    println!(
+        "input {}:\n{}\n",
+        spec.input,
+        relayout::format_tensor(&spec.input, &bytes(&input), 64)
+    );
+    println!(
+        "output {}:\n{}\n",
+        kernel.output_type(),
+        relayout::format_tensor(kernel.output_type(), &bytes(&output), 64)
+    );
+    println!(
+        "compiled in {:.3} ms (op -> callable, including the first-use set-up of the JIT)",
+        compile_time.as_secs_f64() * 1e3
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn opt(file: &Path, passes: Option<&str>, print_after_all: bool) -> Result<ExitCode, String> {
+    let text = if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("cannot read standard input: {e}"))?
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?
+    };
+    let out = relayout::opt(&text, passes, print_after_all)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn conformance(dirs: &[PathBuf]) -> Result<ExitCode, String> {
+    let mut passed = 0usize;
+    let mut failed = 0usize;
+    for dir in dirs {
+        if !dir.exists() {
+            return Err(format!("{} does not exist", dir.display()));
+        }
+        for path in conformance::find_cases(dir) {
+            match conformance::run_case_file(&path) {
+                Ok(()) => passed += 1,
+                Err(why) => {
+                    failed += 1;
+                    println!(
+                        "FAIL {}: {why}",
+                        path.file_stem().map_or_else(
+                            || path.display().to_string(),
+                            |s| s.to_string_lossy().into_owned()
+                        )
+                    );
+                }
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

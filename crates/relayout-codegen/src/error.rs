@@ -1,0 +1,45 @@
+//! The one error type of code generation.
+
+use relayout_ir::DType;
+
+/// Why a loop kernel could not be translated. A kernel that passed
+/// `relayout_ir::verify_loop_kernel` only meets `Import` (a module refusing a declaration) and
+/// `PointerWidth` (a target that is not 64-bit).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum CodegenError {
+    /// `translate_stmt` was asked for a statement the kernel does not have.
+    #[error("kernel @{kernel} has {count} statements, so statement {index} does not exist")]
+    NoStatement {
+        kernel: String,
+        index: usize,
+        count: usize,
+    },
+    /// The source and destination element types differ; the loop IR moves one type.
+    #[error("source element type {src} and destination element type {dst} differ")]
+    ElementTypes { src: DType, dst: DType },
+    /// A run that is empty or not made of whole elements.
+    #[error(
+        "statement {stmt}: a run of {bytes} bytes is not a positive multiple of the size \
+         ({size} bytes) of {dtype}"
+    )]
+    BadRun {
+        stmt: usize,
+        bytes: u64,
+        dtype: DType,
+        size: u64,
+    },
+    /// An offset or stride product that does not fit in 64-bit signed arithmetic.
+    #[error("statement {stmt}: {what} overflows 64-bit signed arithmetic")]
+    Overflow { stmt: usize, what: &'static str },
+    /// The generated code does its address arithmetic on 64-bit pointers.
+    #[error(
+        "relayout generates code for 64-bit targets only; this target has {bits}-bit pointers"
+    )]
+    PointerWidth { bits: u8 },
+    /// The module refused to declare a helper function.
+    #[error("cannot declare helper function `{symbol}`: {message}")]
+    Import {
+        symbol: &'static str,
+        message: String,
+    },
+}

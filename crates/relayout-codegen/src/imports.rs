@@ -1,0 +1,106 @@
+//! External functions that generated code calls, and how each consumer names them.
+//!
+//! `memcpy` and `memset` are Cranelift libcalls (`ExternalName::LibCall`): every module
+//! resolves them itself, so they need no declaration here. The helpers below are not libc
+//! functions; the JIT defines them in Rust and registers them under [`Helper::symbol`].
+
+use crate::CodegenError;
+use cranelift_codegen::ir::{
+    types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, Signature,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_module::{FuncId, Linkage, Module};
+
+/// A function the generated code calls that the embedder must provide.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Helper {
+    /// `extern "C" fn(acc: u32, x: u32) -> u32`: the f16 sum of the low 16 bits of both
+    /// arguments, rounded once, as `DType::F16.add_assign` computes it (bits 16.. are ignored
+    /// on input and zero on output).
+    F16Add,
+    /// The same for bf16.
+    Bf16Add,
+}
+
+impl Helper {
+    pub const ALL: [Helper; 2] = [Helper::F16Add, Helper::Bf16Add];
+
+    /// The symbol name under which the embedder registers the function.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Helper::F16Add => "relayout_f16_add",
+            Helper::Bf16Add => "relayout_bf16_add",
+        }
+    }
+
+    /// The helper's signature. The 16-bit values travel in 32-bit registers because the C
+    /// calling conventions leave the upper bits of narrower arguments unspecified, and
+    /// Cranelift and rustc need not agree on who extends them.
+    pub fn signature(self, call_conv: CallConv) -> Signature {
+        let mut sig = Signature::new(call_conv);
+        sig.params.push(AbiParam::new(types::I32));
+        sig.params.push(AbiParam::new(types::I32));
+        sig.returns.push(AbiParam::new(types::I32));
+        sig
+    }
+}
+
+/// Makes a helper callable from a function under construction.
+pub trait Imports {
+    /// Declares `helper` in `func` and returns the reference to call it with.
+    fn import(&mut self, helper: Helper, func: &mut Function) -> Result<FuncRef, CodegenError>;
+}
+
+/// Names helpers by their symbol (`%relayout_f16_add`), for printed CLIF.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct TextImports;
+
+impl Imports for TextImports {
+    fn import(&mut self, helper: Helper, func: &mut Function) -> Result<FuncRef, CodegenError> {
+        let call_conv = func.signature.call_conv;
+        let signature = func.import_signature(helper.signature(call_conv));
+        Ok(func.import_function(ExtFuncData {
+            name: ExternalName::testcase(helper.symbol()),
+            signature,
+            colocated: false,
+            patchable: false,
+        }))
+    }
+}
+
+/// Declares helpers as imports of a Cranelift module, which resolves them at link time (the
+/// JIT through the symbols registered with its builder).
+pub struct ModuleImports<'m, M: Module + ?Sized> {
+    module: &'m mut M,
+    declared: Vec<(Helper, FuncId)>,
+}
+
+impl<'m, M: Module + ?Sized> ModuleImports<'m, M> {
+    pub fn new(module: &'m mut M) -> Self {
+        ModuleImports {
+            module,
+            declared: Vec::new(),
+        }
+    }
+}
+
+impl<M: Module + ?Sized> Imports for ModuleImports<'_, M> {
+    fn import(&mut self, helper: Helper, func: &mut Function) -> Result<FuncRef, CodegenError> {
+        let id = match self.declared.iter().find(|(h, _)| *h == helper) {
+            Some(&(_, id)) => id,
+            None => {
+                let sig = helper.signature(self.module.target_config().default_call_conv);
+                let id = self
+                    .module
+                    .declare_function(helper.symbol(), Linkage::Import, &sig)
+                    .map_err(|e| CodegenError::Import {
+                        symbol: helper.symbol(),
+                        message: e.to_string(),
+                    })?;
+                self.declared.push((helper, id));
+                id
+            }
+        };
+        Ok(self.module.declare_func_in_func(id, func))
+    }
+}

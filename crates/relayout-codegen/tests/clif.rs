@@ -1,0 +1,110 @@
+//! The printed CLIF, and Cranelift's verifier on the functions of many kernels.
+
+use cranelift_codegen::settings;
+use relayout_codegen::{clif_text, text_target_config, translate_stmt, CodegenError, TextImports};
+use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
+
+fn kernel(dtype: DType, action: LoopAction, bytes: u64, loops: Vec<Loop>) -> LoopKernel {
+    LoopKernel {
+        name: "k".into(),
+        src: TensorType::new(dtype, [1 << 20]),
+        dst: TensorType::new(dtype, [1 << 20]),
+        stmts: vec![LoopStmt {
+            action,
+            bytes,
+            src_offset: 0,
+            dst_offset: 0,
+            loops,
+        }],
+    }
+}
+
+fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+    Loop {
+        extent,
+        src_stride,
+        dst_stride,
+    }
+}
+
+#[test]
+fn clif_text_prints_every_statement() {
+    let mut k = kernel(
+        DType::F16,
+        LoopAction::Accumulate,
+        6,
+        vec![lp(4, 6, 8), lp(3, 48, 2)],
+    );
+    k.stmts.push(LoopStmt {
+        action: LoopAction::Copy,
+        bytes: 4096,
+        src_offset: 16,
+        dst_offset: 0,
+        loops: vec![],
+    });
+    let text = clif_text(&k).unwrap();
+    assert_eq!(text.matches("function %k_").count(), 2, "{text}");
+    assert!(
+        text.contains("function %k_0(i64, i64, i64, i64) system_v {"),
+        "{text}"
+    );
+    assert!(text.contains("%relayout_f16_add"), "{text}");
+    assert!(text.contains("%Memcpy"), "{text}");
+    assert!(text.starts_with("; accumulate 6 bytes"), "{text}");
+    // Stable: the same kernel prints the same text.
+    assert_eq!(clif_text(&k).unwrap(), text);
+}
+
+#[test]
+fn generated_functions_pass_the_cranelift_verifier() {
+    let flags = settings::Flags::new(settings::builder());
+    let loop_sets = [
+        vec![],
+        vec![lp(0, 4, 4)],
+        vec![lp(1, 4, 4)],
+        vec![lp(7, 4, 4)],
+        vec![lp(9, -48, 0), lp(5, 0, 16)],
+        vec![lp(3, 1 << 40, 1 << 33), lp(6, 16, -16)],
+        vec![lp(2, 2, 2), lp(3, 3, 3), lp(4, 4, 4), lp(5, 5, 5)],
+    ];
+    for dtype in DType::ALL {
+        for action in [LoopAction::Copy, LoopAction::Fill, LoopAction::Accumulate] {
+            for elems in [1u64, 3, 8, 16, 17, 100, 1000] {
+                for loops in &loop_sets {
+                    let k = kernel(dtype, action, elems * dtype.size(), loops.clone());
+                    let func =
+                        translate_stmt(&k, 0, text_target_config(), &mut TextImports).unwrap();
+                    if let Err(errors) = cranelift_codegen::verify_function(&func, &flags) {
+                        panic!(
+                            "{k}\n{}",
+                            cranelift_codegen::print_errors::pretty_verifier_error(
+                                &func, None, errors
+                            )
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn malformed_statements_are_errors() {
+    let k = kernel(DType::F32, LoopAction::Copy, 6, vec![]);
+    assert!(matches!(
+        clif_text(&k),
+        Err(CodegenError::BadRun {
+            stmt: 0,
+            bytes: 6,
+            size: 4,
+            ..
+        })
+    ));
+    let k = kernel(DType::F32, LoopAction::Copy, 0, vec![]);
+    assert!(matches!(clif_text(&k), Err(CodegenError::BadRun { .. })));
+    let err = translate_stmt(&k, 3, text_target_config(), &mut TextImports).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel @k has 1 statements, so statement 3 does not exist"
+    );
+}

@@ -1,0 +1,63 @@
+//! The Rust functions that generated code calls (see `relayout_codegen::Helper`). They are
+//! registered with the JIT under their symbol names in `module.rs`.
+
+use half::{bf16, f16};
+use relayout_codegen::Helper;
+
+/// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
+/// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.
+pub(crate) extern "C" fn relayout_f16_add(acc: u32, x: u32) -> u32 {
+    let sum = f16::from_bits(acc as u16).to_f32() + f16::from_bits(x as u16).to_f32();
+    u32::from(f16::from_f32(sum).to_bits())
+}
+
+/// `acc + x` in bf16, rounded once, as `DType::BF16.add_assign` does.
+pub(crate) extern "C" fn relayout_bf16_add(acc: u32, x: u32) -> u32 {
+    let sum = bf16::from_bits(acc as u16).to_f32() + bf16::from_bits(x as u16).to_f32();
+    u32::from(bf16::from_f32(sum).to_bits())
+}
+
+/// The address of each helper, for the JIT's symbol table.
+pub(crate) fn address(helper: Helper) -> *const u8 {
+    match helper {
+        Helper::F16Add => relayout_f16_add as *const u8,
+        Helper::Bf16Add => relayout_bf16_add as *const u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relayout_ir::DType;
+
+    /// The helpers agree with the interpreter's arithmetic, including NaN and rounding.
+    #[test]
+    fn helpers_match_add_assign() {
+        let samples: Vec<u16> = (0..=u16::MAX)
+            .step_by(97)
+            .chain([
+                0x7c00, 0xfc00, 0x7e00, 0x8000, 0x3c00, 0x7f80, 0xff80, 0x7fc1,
+            ])
+            .collect();
+        for &a in &samples {
+            for &x in samples.iter().step_by(7) {
+                for (dtype, f) in [
+                    (
+                        DType::F16,
+                        relayout_f16_add as extern "C" fn(u32, u32) -> u32,
+                    ),
+                    (DType::BF16, relayout_bf16_add),
+                ] {
+                    let mut acc = a.to_le_bytes();
+                    dtype.add_assign(&mut acc, &x.to_le_bytes());
+                    let got = f(u32::from(a) | 0xdead_0000, u32::from(x));
+                    assert_eq!(
+                        got,
+                        u32::from(u16::from_le_bytes(acc)),
+                        "{dtype} {a:#x} + {x:#x}"
+                    );
+                }
+            }
+        }
+    }
+}

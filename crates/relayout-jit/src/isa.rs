@@ -1,0 +1,41 @@
+//! The host ISA, built once per process.
+//!
+//! `JITBuilder::new` would leave Cranelift's `opt_level` at `none`; the flags are set here
+//! instead. Cranelift's IR verifier costs about a third of compile time, so it runs in debug
+//! builds (where it guards the code generator's development) and not in release builds.
+
+use crate::JitError;
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use std::sync::OnceLock;
+
+/// The ISA of this machine with relayout's flags, shared by every kernel.
+pub(crate) fn host() -> Result<OwnedTargetIsa, JitError> {
+    static HOST: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    HOST.get_or_init(build).clone().map_err(JitError::Host)
+}
+
+fn build() -> Result<OwnedTargetIsa, String> {
+    let mut flags = settings::builder();
+    let verifier = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    for (name, value) in [
+        ("opt_level", "speed"),
+        // Code is placed at fixed addresses and calls libc and the helpers through absolute
+        // addresses, which may be anywhere in the address space.
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+        ("enable_verifier", verifier),
+    ] {
+        flags
+            .set(name, value)
+            .map_err(|e| format!("setting {name}={value}: {e}"))?;
+    }
+    let builder = cranelift_native::builder().map_err(|e| e.to_string())?;
+    builder
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,344 @@
+//! The JIT module that holds one kernel's machine code, and every `unsafe` block of relayout.
+//!
+//! # Why calling the generated code is sound
+//!
+//! A statement function reads `[src, src + src_len)` and writes `[dst, dst + dst_len)` and
+//! nothing else, when four things hold, each established here before any call:
+//!
+//! 1. The kernel passed `relayout_ir::verify_loop_kernel`, which proves that every run of
+//!    every statement lies inside its tensor for every point of the loop nest
+//!    ([`JitCode::compile`] verifies before it generates any code).
+//! 2. The buffers have exactly the byte sizes of the kernel's tensor types
+//!    ([`JitCode::check_lengths`], before every run).
+//! 3. `[start, end)` lies inside the outermost loop (the ranges passed are `0..extent` or a
+//!    piece of it from [`split_even`]; the generated code also clamps `end` to the extent).
+//! 4. The code does what the loop IR says. That is relayout-codegen's job, checked by the
+//!    execution tests against the interpreter.
+//!
+//! The source is only read and the destination is borrowed mutably for the whole run, so no
+//! Rust code observes the destination while machine code writes it, and the two cannot
+//! overlap. A threaded run calls one statement on several threads at once with disjoint
+//! ranges of the outermost loop, and only for statements whose different outer iterations
+//! write disjoint destination bytes ([`outer_iterations_disjoint`]), so the threads never
+//! touch the same destination byte; the scope of the thread pool ends before the next
+//! statement starts and before the run returns.
+//!
+//! The function pointers never leave [`JitCode`], and [`JitCode`]'s `Drop` frees the code
+//! memory; no call can be running then, because every call borrows the `JitCode`.
+
+use crate::error::{Operand, RunError};
+use crate::{helpers, isa, threads, Element, JitError};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Module};
+use relayout_codegen::{stmt_signature, translate_stmt, Helper, ModuleImports};
+use relayout_ir::{LoopKernel, LoopStmt};
+use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
+
+/// A statement's entry point. It is an `unsafe fn` because it trusts its arguments.
+type StmtFn = unsafe extern "C" fn(src: *const u8, dst: *mut u8, start: u64, end: u64);
+
+struct StmtCode {
+    entry: StmtFn,
+    /// Iterations of the outermost loop; 1 for a statement without loops.
+    extent: u64,
+    /// Whether different outer iterations write disjoint destination bytes.
+    disjoint: bool,
+    /// Bytes the statement moves, saturating: how much work there is to split.
+    work: u64,
+}
+
+/// One kernel's machine code: one function per statement, in one JIT module.
+pub(crate) struct JitCode {
+    kernel: LoopKernel,
+    src_len: u64,
+    dst_len: u64,
+    stmts: Vec<StmtCode>,
+    /// Never locked. `JITModule` is `Send` but not `Sync` (it has interior mutability used
+    /// while linking); after `finalize_definitions` it is only touched again by `Drop`, which
+    /// has `&mut self`. The mutex makes that visible to the compiler, so `JitCode` is `Sync`
+    /// without an `unsafe impl`.
+    module: Mutex<Option<JITModule>>,
+}
+
+impl JitCode {
+    /// Verifies `kernel`, then generates, compiles and links all its statements.
+    pub fn compile(kernel: &LoopKernel) -> Result<JitCode, JitError> {
+        // Verification comes first: a kernel that is not proven in bounds is never compiled.
+        verify(kernel)?;
+        let src_len = kernel.src.size_bytes()?;
+        let dst_len = kernel.dst.size_bytes()?;
+
+        let mut builder = JITBuilder::with_isa(isa::host()?, default_libcall_names());
+        for helper in Helper::ALL {
+            builder.symbol(helper.symbol(), helpers::address(helper));
+        }
+        // From here on the module is owned by `code`, whose `Drop` frees it on every error path.
+        let mut code = JitCode {
+            kernel: kernel.clone(),
+            src_len,
+            dst_len,
+            stmts: Vec::with_capacity(kernel.stmts.len()),
+            module: Mutex::new(Some(JITModule::new(builder))),
+        };
+        let compile_error = |stmt: Option<usize>, e: &dyn std::fmt::Debug| JitError::Compile {
+            kernel: kernel.name.clone(),
+            stmt,
+            // `ModuleError`'s Display omits the verifier's findings; Debug keeps them.
+            message: format!("{e:?}"),
+        };
+        let module = code
+            .module
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .ok_or_else(|| compile_error(None, &"the module is gone"))?;
+
+        let sig = stmt_signature(module.target_config().default_call_conv);
+        let mut ctx = module.make_context();
+        let mut ids = Vec::with_capacity(kernel.stmts.len());
+        for index in 0..kernel.stmts.len() {
+            let config = module.target_config();
+            ctx.func = translate_stmt(kernel, index, config, &mut ModuleImports::new(module))?;
+            let id = module
+                .declare_anonymous_function(&sig)
+                .map_err(|e| compile_error(Some(index), &e))?;
+            module
+                .define_function(id, &mut ctx)
+                .map_err(|e| compile_error(Some(index), &e))?;
+            module.clear_context(&mut ctx);
+            ids.push(id);
+        }
+        // One finalize for all statements: each one maps at least a page.
+        module
+            .finalize_definitions()
+            .map_err(|e| compile_error(None, &e))?;
+
+        let mut stmts = Vec::with_capacity(ids.len());
+        for (stmt, id) in kernel.stmts.iter().zip(ids) {
+            let address = module.get_finalized_function(id);
+            // SAFETY: `address` is the finalized (executable) code of a function compiled from
+            // CLIF with `stmt_signature` in the ISA's default calling convention, which is the
+            // platform's C calling convention, so it has exactly the type `StmtFn`. It stays
+            // valid until `free_memory` in `Drop`, and it never leaves this struct.
+            let entry = unsafe { std::mem::transmute::<*const u8, StmtFn>(address) };
+            stmts.push(StmtCode {
+                entry,
+                extent: stmt.loops.first().map_or(1, |l| l.extent),
+                disjoint: outer_iterations_disjoint(stmt),
+                work: stmt.trip_count().saturating_mul(stmt.bytes),
+            });
+        }
+        code.stmts = stmts;
+        Ok(code)
+    }
+
+    pub fn kernel(&self) -> &LoopKernel {
+        &self.kernel
+    }
+
+    /// Runs every statement in order. Statement `i` is split into `parts(work, extent)`
+    /// pieces run on the thread pool when its outer iterations write disjoint bytes; one piece
+    /// (or no pool) runs on the calling thread.
+    pub fn run<S: Element, D: Element>(
+        &self,
+        src: &[S],
+        dst: &mut [D],
+        parts: &dyn Fn(u64, u64) -> usize,
+    ) -> Result<(), RunError> {
+        self.check_lengths(src, dst)?;
+        let src_ptr = SharedSrc(src.as_ptr().cast::<u8>());
+        let dst_ptr = SharedDst(dst.as_mut_ptr().cast::<u8>());
+        for stmt in &self.stmts {
+            let n = if stmt.disjoint {
+                parts(stmt.work, stmt.extent)
+            } else {
+                1
+            };
+            match threads::pool() {
+                Some(pool) if n > 1 => pool.scope(move |scope| {
+                    for range in split_even(stmt.extent, n) {
+                        scope.spawn(move |_| {
+                            // SAFETY: see the module documentation: the kernel is verified,
+                            // the lengths were checked above, `range` is inside the outer loop,
+                            // and the ranges of this scope are disjoint and the statement's
+                            // outer iterations write disjoint bytes (`stmt.disjoint`), so the
+                            // threads write disjoint parts of `dst`, which is borrowed
+                            // mutably until the scope has ended.
+                            unsafe {
+                                (stmt.entry)(src_ptr.get(), dst_ptr.get(), range.start, range.end)
+                            }
+                        });
+                    }
+                }),
+                // SAFETY: as above, on one thread over the whole outer loop.
+                _ => unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) },
+            }
+        }
+        Ok(())
+    }
+
+    /// Both buffers must be exactly as long as their tensor types.
+    fn check_lengths<S, D>(&self, src: &[S], dst: &[D]) -> Result<(), RunError> {
+        for (operand, ty, want, got) in [
+            (
+                Operand::Source,
+                &self.kernel.src,
+                self.src_len,
+                size_of_val(src),
+            ),
+            (
+                Operand::Destination,
+                &self.kernel.dst,
+                self.dst_len,
+                size_of_val(dst),
+            ),
+        ] {
+            if got as u64 != want {
+                return Err(RunError::Length {
+                    kernel: self.kernel.name.clone(),
+                    operand,
+                    ty: ty.to_string(),
+                    got: got as u64,
+                    want,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        let module = self
+            .module
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(module) = module {
+            // SAFETY: the function pointers into this memory live in `self.stmts` and are only
+            // called through `&self`, which `drop`'s `&mut self` excludes; threaded calls end
+            // with their scope, inside `run`. Nothing calls them afterwards.
+            unsafe { module.free_memory() }
+        }
+    }
+}
+
+/// Proves the kernel in bounds.
+fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
+    relayout_ir::verify_loop_kernel(kernel).map_err(|source| JitError::Verify {
+        kernel: kernel.name.clone(),
+        source,
+    })
+}
+
+/// Whether two different iterations of the outermost loop write disjoint destination bytes,
+/// so that they may run on different threads at the same time. Threaded runs rely on this for
+/// soundness, so it is conservative: one outer iteration writes inside an interval of `span`
+/// bytes (the run plus the reach of the inner loops), and iterations `i != j` start
+/// `|i - j| * |outer stride|` apart, so they are disjoint when the outer stride is at least
+/// the span.
+fn outer_iterations_disjoint(stmt: &LoopStmt) -> bool {
+    let Some((outer, inner)) = stmt.loops.split_first() else {
+        return false;
+    };
+    let span = inner.iter().try_fold(u128::from(stmt.bytes), |span, l| {
+        let reach = u128::from(l.extent.saturating_sub(1))
+            .checked_mul(u128::from(l.dst_stride.unsigned_abs()))?;
+        span.checked_add(reach)
+    });
+    span.is_some_and(|span| u128::from(outer.dst_stride.unsigned_abs()) >= span)
+}
+
+/// `0..extent` cut into `parts` disjoint contiguous ranges that cover it (the empty ones
+/// dropped).
+fn split_even(extent: u64, parts: usize) -> impl Iterator<Item = Range<u64>> {
+    let parts = parts.max(1) as u128;
+    let at = move |k: u128| (u128::from(extent) * k / parts) as u64;
+    (0..parts)
+        .map(move |k| at(k)..at(k + 1))
+        .filter(|r| !r.is_empty())
+}
+
+/// The destination pointer, shared by the threads of one statement.
+#[derive(Clone, Copy)]
+struct SharedDst(*mut u8);
+
+/// The source pointer, shared the same way.
+#[derive(Clone, Copy)]
+struct SharedSrc(*const u8);
+
+impl SharedDst {
+    // A method (rather than field access) makes closures capture the whole wrapper, which is
+    // `Send`, instead of the raw pointer field, which is not.
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+impl SharedSrc {
+    fn get(self) -> *const u8 {
+        self.0
+    }
+}
+
+// SAFETY: the pointers are used only by the calls in `JitCode::run`, whose threads write
+// disjoint destination bytes and only read the source, all within the borrows `run` holds.
+unsafe impl Send for SharedDst {}
+unsafe impl Send for SharedSrc {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relayout_ir::{Loop, LoopAction};
+
+    fn stmt(bytes: u64, loops: &[(u64, i64)]) -> LoopStmt {
+        LoopStmt {
+            action: LoopAction::Copy,
+            bytes,
+            src_offset: 0,
+            dst_offset: 0,
+            loops: loops
+                .iter()
+                .map(|&(extent, dst_stride)| Loop {
+                    extent,
+                    src_stride: 0,
+                    dst_stride,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn disjointness_is_conservative() {
+        assert!(outer_iterations_disjoint(&stmt(4, &[(10, 4)])));
+        assert!(outer_iterations_disjoint(&stmt(4, &[(10, -4)])));
+        assert!(!outer_iterations_disjoint(&stmt(4, &[(10, 3)])));
+        assert!(!outer_iterations_disjoint(&stmt(4, &[(10, 0)])));
+        assert!(!outer_iterations_disjoint(&stmt(4, &[])));
+        // A transpose: rows of the destination are columns of the source.
+        assert!(outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 32)])) == false);
+        assert!(outer_iterations_disjoint(&stmt(4, &[(8, 32), (8, 4)])));
+        assert!(outer_iterations_disjoint(&stmt(4, &[(8, -32), (8, -4)])));
+        assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 31), (8, 4)])));
+        assert!(!outer_iterations_disjoint(&stmt(
+            1,
+            &[(2, i64::MAX), (u64::MAX, i64::MIN)]
+        )));
+    }
+
+    #[test]
+    fn split_even_covers_once() {
+        for extent in [0u64, 1, 2, 7, 100, u64::MAX] {
+            for parts in [0usize, 1, 2, 3, 8, 200] {
+                let ranges: Vec<_> = split_even(extent, parts).collect();
+                let mut next = 0;
+                for r in &ranges {
+                    assert_eq!(r.start, next);
+                    next = r.end;
+                }
+                assert_eq!(next, extent);
+            }
+        }
+    }
+}

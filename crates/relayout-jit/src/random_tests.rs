@@ -1,0 +1,147 @@
+//! Property test: random in-bounds loop kernels, JIT == interpreter, bit for bit, on one
+//! thread and split into as many pieces as the outermost loop allows (which the public
+//! `run_threaded` only does for large statements).
+
+use crate::module::JitCode;
+use proptest::prelude::*;
+use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
+
+/// A statement before its offsets are placed: action, run length in elements, loops.
+#[derive(Clone, Debug)]
+struct Shape {
+    action: LoopAction,
+    elems: u64,
+    loops: Vec<Loop>,
+    slack: (i64, i64),
+    /// Space the outer iterations so that they write disjoint bytes (and may be split over
+    /// threads): the outer destination stride becomes the span of one iteration, negated when
+    /// this is `Some(true)`.
+    disjoint: Option<bool>,
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    let action = prop_oneof![
+        Just(LoopAction::Copy),
+        Just(LoopAction::Fill),
+        Just(LoopAction::Accumulate)
+    ];
+    // Mostly short runs; some long enough for the in-run vector loop and libc calls.
+    let elems = prop_oneof![4 => 1u64..24, 1 => 24u64..700];
+    let lp = (
+        prop_oneof![1 => Just(0u64), 12 => 1u64..9],
+        -80i64..80,
+        -80i64..80,
+    )
+        .prop_map(|(extent, src_stride, dst_stride)| Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        });
+    (
+        action,
+        elems,
+        prop::collection::vec(lp, 0..4),
+        (0i64..9, 0i64..9),
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(action, elems, loops, slack, disjoint)| Shape {
+            action,
+            elems,
+            loops,
+            slack,
+            disjoint,
+        })
+}
+
+/// Places each statement so that it is in bounds: the offset lifts the lowest access to
+/// `slack`, and the tensors are made long enough for the highest.
+fn kernel(dtype: DType, shapes: Vec<Shape>) -> LoopKernel {
+    let e = dtype.size();
+    let (mut src_len, mut dst_len) = (1u64, 1u64);
+    let mut stmts = Vec::new();
+    for mut s in shapes {
+        let bytes = s.elems * e;
+        if s.action == LoopAction::Fill {
+            for l in &mut s.loops {
+                l.src_stride = 0;
+            }
+        }
+        if let (Some(negative), Some((_, inner))) = (s.disjoint, s.loops.split_first()) {
+            let span = inner.iter().fold(bytes as i64, |span, l| {
+                span + l.dst_stride.abs() * (l.extent.max(1) as i64 - 1)
+            });
+            s.loops[0].dst_stride = if negative { -span } else { span };
+        }
+        let reach = |stride: &dyn Fn(&Loop) -> i64| {
+            s.loops.iter().fold((0i64, 0i64), |(lo, hi), l| {
+                let span = stride(l) * (l.extent.max(1) as i64 - 1);
+                (lo + span.min(0), hi + span.max(0))
+            })
+        };
+        let (slo, shi) = reach(&|l| l.src_stride);
+        let (dlo, dhi) = reach(&|l| l.dst_stride);
+        let src_offset = if s.action == LoopAction::Fill {
+            0
+        } else {
+            s.slack.0 - slo
+        };
+        let dst_offset = s.slack.1 - dlo;
+        src_len = src_len.max((src_offset + shi) as u64 + bytes);
+        dst_len = dst_len.max((dst_offset + dhi) as u64 + bytes);
+        stmts.push(LoopStmt {
+            action: s.action,
+            bytes,
+            src_offset,
+            dst_offset,
+            loops: s.loops,
+        });
+    }
+    LoopKernel {
+        name: "random".into(),
+        src: TensorType::new(dtype, [src_len.div_ceil(e)]),
+        dst: TensorType::new(dtype, [dst_len.div_ceil(e)]),
+        stmts,
+    }
+}
+
+fn case() -> impl Strategy<Value = (LoopKernel, u64)> {
+    (
+        prop::sample::select(DType::ALL.to_vec()),
+        prop::collection::vec(shape(), 1..4),
+        any::<u64>(),
+    )
+        .prop_map(|(dtype, shapes, seed)| (kernel(dtype, shapes), seed))
+}
+
+fn bytes(len: u64, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn jit_matches_interpreter((k, seed) in case()) {
+        let src = bytes(k.src.size_bytes().unwrap(), seed);
+        let dst = bytes(k.dst.size_bytes().unwrap(), !seed);
+        let mut want = dst.clone();
+        interpret_loops(&k, &src, &mut want).unwrap();
+        let code = JitCode::compile(&k).unwrap();
+        let mut got = dst.clone();
+        code.run(&src[..], &mut got[..], &|_, _| 1).unwrap();
+        prop_assert_eq!(&got, &want, "single-threaded\n{}", k);
+        for pieces in [2usize, 3, 64] {
+            let mut got = dst.clone();
+            code.run(&src[..], &mut got[..], &|_, extent| pieces.min(extent as usize)).unwrap();
+            prop_assert_eq!(&got, &want, "{} pieces\n{}", pieces, k);
+        }
+    }
+}

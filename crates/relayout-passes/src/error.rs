@@ -1,0 +1,45 @@
+//! The one error type of this crate. Every variant names the pass (or pipeline element) it
+//! concerns and the values involved.
+
+use crate::Level;
+use relayout_ir::VerifyError;
+
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum PassError {
+    /// A pipeline string names a pass that is not in [`crate::PASSES`].
+    #[error("unknown pass `{name}` in pipeline `{pipeline}`; known passes: {known}")]
+    UnknownPass {
+        name: String,
+        pipeline: String,
+        known: String,
+    },
+    /// A pipeline string has an empty element (`canonicalize,,split-dims`).
+    #[error("empty pass name at position {position} of pipeline `{pipeline}`")]
+    EmptyPassName { pipeline: String, position: usize },
+    /// A pass was given IR of the other level.
+    #[error("pass `{pass}` runs on {expected} IR but was given {given} IR")]
+    WrongLevel {
+        pass: &'static str,
+        expected: Level,
+        given: Level,
+    },
+    /// A pipeline ended at a level other than the one its caller needs.
+    #[error("pipeline `{pipeline}` produces {got} IR, but {want} IR was needed")]
+    WrongOutputLevel {
+        pipeline: String,
+        want: Level,
+        got: Level,
+    },
+    /// A pass could not transform its input, for the reason given.
+    #[error("pass `{pass}` failed: {message}")]
+    Failed { pass: &'static str, message: String },
+    /// The input of the pipeline failed verification.
+    #[error("the input IR fails verification:\n{error}")]
+    InvalidInput { error: VerifyError },
+    /// The output of a pass failed verification: a bug in that pass.
+    #[error("the IR after pass `{pass}` fails verification:\n{error}")]
+    Verification {
+        pass: &'static str,
+        error: VerifyError,
+    },
+}

@@ -1,0 +1,98 @@
+//! `coalesce`: merges loops that are contiguous for every operand (HPTT and XLA's
+//! TransposePlan do this first; it is where most of the speed of a relayout comes from).
+//!
+//! What it does, per statement, until nothing changes:
+//! - removes loops of extent 1 (they move nothing), and statements with a loop of extent 0;
+//! - merges an outer loop with the loop just inside it when, for every operand read or
+//!   written, `outer.stride == inner.stride * inner.extent`. Reason: the offsets
+//!   `o * inner.stride * inner.extent + i * inner.stride` are `(o * inner.extent + i) *
+//!   inner.stride`, the same offsets in the same order as one loop of the product extent;
+//! - merges the innermost loop into the run when its stride is `bytes` for every operand:
+//!   `extent` runs of `bytes` bytes at stride `bytes` are one run of `extent * bytes` bytes;
+//! - in a copy or a fill, removes a loop whose strides are all 0: it rewrites the same run
+//!   with the same bytes, and the last write is unchanged.
+//!
+//! What it does not do: reorder loops (`interchange` does), merge loops that are contiguous
+//! for one operand only, or merge anything whose merged extent or run would overflow.
+
+use crate::pass::{impl_pass, LoopPass};
+use crate::PassError;
+use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Coalesce;
+
+impl LoopPass for Coalesce {
+    const NAME: &'static str = "coalesce";
+
+    fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        Ok(LoopKernel {
+            stmts: k.stmts.iter().filter_map(coalesce_stmt).collect(),
+            ..k.clone()
+        })
+    }
+}
+
+impl_pass!(loops Coalesce);
+
+/// The coalesced statement, or `None` when it moves nothing.
+pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
+    if s.loops.iter().any(|l| l.extent == 0) {
+        return None;
+    }
+    let reads = s.action != LoopAction::Fill;
+    let mut s = s.clone();
+    s.loops.retain(|l| l.extent != 1);
+    if s.action != LoopAction::Accumulate {
+        s.loops
+            .retain(|l| l.dst_stride != 0 || (reads && l.src_stride != 0));
+    }
+    while merge_adjacent(&mut s, reads) || merge_into_run(&mut s, reads) {}
+    Some(s)
+}
+
+/// Merges the first mergeable pair of adjacent loops; false when there is none.
+fn merge_adjacent(s: &mut LoopStmt, reads: bool) -> bool {
+    for i in 0..s.loops.len().saturating_sub(1) {
+        let (outer, inner) = (s.loops[i], s.loops[i + 1]);
+        let inner_extent = i64::try_from(inner.extent).ok();
+        let continues = |o: i64, n: i64| {
+            inner_extent
+                .and_then(|e| n.checked_mul(e))
+                .is_some_and(|v| v == o)
+        };
+        let contiguous = continues(outer.dst_stride, inner.dst_stride)
+            && (!reads || continues(outer.src_stride, inner.src_stride));
+        let Some(extent) = outer.extent.checked_mul(inner.extent) else {
+            continue;
+        };
+        if contiguous && i64::try_from(extent).is_ok() {
+            s.loops[i] = Loop { extent, ..inner };
+            s.loops.remove(i + 1);
+            return true;
+        }
+    }
+    false
+}
+
+/// Merges the innermost loop into the run; false when it cannot be.
+fn merge_into_run(s: &mut LoopStmt, reads: bool) -> bool {
+    let Some(last) = s.loops.last().copied() else {
+        return false;
+    };
+    let bytes = i64::try_from(s.bytes).ok();
+    let unit = |stride: i64| Some(stride) == bytes;
+    if !unit(last.dst_stride) || (reads && !unit(last.src_stride)) {
+        return false;
+    }
+    let Some(run) = s.bytes.checked_mul(last.extent) else {
+        return false;
+    };
+    if i64::try_from(run).is_err() {
+        return false;
+    }
+    s.bytes = run;
+    s.loops.pop();
+    true
+}

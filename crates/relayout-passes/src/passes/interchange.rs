@@ -1,0 +1,76 @@
+//! `interchange`: orders the loops of each statement so that the innermost one is unit-stride
+//! (its stride equals the run `bytes`) for the destination, or for the source when that makes
+//! a longer contiguous run.
+//!
+//! What it does: for each statement it considers three orders: by decreasing destination
+//! stride (writes in row-major order), by decreasing source stride (reads in row-major order),
+//! and the current one. It keeps the one whose loops coalesce into the longest run, then the
+//! fewest loops, preferring them in that order on ties. Run `coalesce` afterwards to merge what
+//! the new order made adjacent (the default pipeline does).
+//!
+//! Reordering loops changes the order of the writes, so it is done only when that cannot change
+//! the result: for a fill (it writes zeros), an accumulate (addition is treated as commutative;
+//! exact for integers, a rounding difference for floats, which the project's Col2Im tolerance
+//! allows), or a copy whose runs never write the same destination byte twice (proven when, with
+//! the loops sorted by `|dst stride|`, the smallest is at least `bytes` and each next one at
+//! least the previous times its extent).
+//!
+//! What it does not do: tile, or change anything but the order of the loops.
+
+use crate::pass::{impl_pass, LoopPass};
+use crate::passes::coalesce::coalesce_stmt;
+use crate::PassError;
+use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interchange;
+
+impl LoopPass for Interchange {
+    const NAME: &'static str = "interchange";
+
+    fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        Ok(LoopKernel {
+            stmts: k.stmts.iter().map(interchange_stmt).collect(),
+            ..k.clone()
+        })
+    }
+}
+
+impl_pass!(loops Interchange);
+
+fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
+    if s.loops.len() < 2 || (s.action == LoopAction::Copy && !dst_runs_disjoint(s)) {
+        return s.clone();
+    }
+    let key_dst = |l: &Loop| (l.dst_stride.unsigned_abs(), l.src_stride.unsigned_abs());
+    let key_src = |l: &Loop| (l.src_stride.unsigned_abs(), l.dst_stride.unsigned_abs());
+    let mut by_dst = s.clone();
+    by_dst.loops.sort_by_key(|l| std::cmp::Reverse(key_dst(l)));
+    let mut by_src = s.clone();
+    by_src.loops.sort_by_key(|l| std::cmp::Reverse(key_src(l)));
+    let score =
+        |c: &LoopStmt| coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
+    let mut best = by_dst;
+    for c in [by_src, s.clone()] {
+        if score(&c) > score(&best) {
+            best = c;
+        }
+    }
+    best
+}
+
+/// True when no two points of the nest write the same destination byte: with the loops of
+/// extent above 1 sorted by `|dst stride|`, the smallest stride is at least `bytes` and each
+/// next one at least the previous stride times its extent (a mixed radix whose digits cannot
+/// collide).
+fn dst_runs_disjoint(s: &LoopStmt) -> bool {
+    let mut loops: Vec<&Loop> = s.loops.iter().filter(|l| l.extent > 1).collect();
+    loops.sort_by_key(|l| l.dst_stride.unsigned_abs());
+    let mut need = s.bytes;
+    loops.iter().all(|l| {
+        let ok = l.dst_stride.unsigned_abs() >= need;
+        need = l.dst_stride.unsigned_abs().saturating_mul(l.extent);
+        ok
+    })
+}

@@ -1,0 +1,19 @@
+//! One pass per file, each named after its pipeline name.
+
+mod canonicalize;
+mod coalesce;
+mod drop_unit_dims;
+mod interchange;
+mod linearize;
+mod peel_dims;
+mod split_dims;
+mod split_guards;
+
+pub use canonicalize::Canonicalize;
+pub use coalesce::Coalesce;
+pub use drop_unit_dims::DropUnitDims;
+pub use interchange::Interchange;
+pub use linearize::Linearize;
+pub use peel_dims::PeelDims;
+pub use split_dims::SplitDims;
+pub use split_guards::SplitGuards;

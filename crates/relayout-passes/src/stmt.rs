@@ -1,0 +1,424 @@
+//! Statement-level helpers shared by the index-map passes: canonicalizing one statement,
+//! rewriting its dims, and the analyses that decide whether a rewrite may reorder its points.
+
+use crate::simplify::Simplifier;
+use relayout_ir::{Action, AffineExpr, Constraint, DimRange, Stmt};
+
+/// How many times [`canonicalize_stmt`] re-simplifies the guard after it narrowed a range.
+const MAX_ROUNDS: usize = 16;
+
+/// The canonical form of a statement, or `None` when it does nothing (an empty domain, or a
+/// guard that no point of the domain satisfies).
+///
+/// - Every map and guard expression is simplified with the ranges of the dims.
+/// - A guard constraint that the ranges prove always true is dropped. Reason: a conjunct that
+///   holds at every point does not change the set of points.
+/// - A constraint on a single dim (`lo <= c * d + c0 < hi`, or `d floordiv k + c0`) narrows
+///   the range of that dim and is dropped. Reason: it selects exactly an interval of `d`, and
+///   outside it the statement does nothing.
+/// - Constraints with the same expression are intersected.
+///
+/// The number of dims does not change, and neither does the order of the points that remain.
+pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
+    let domain = narrowed_domain(stmt)?;
+    // Every expression is simplified from its original form with the final ranges, in one go.
+    // Reason: the verifier proves a guarded access in bounds by finding the guard's
+    // expression inside the access, so equal expressions must stay equal; simplifying each
+    // one by the same function of the same ranges guarantees it.
+    let simp = Simplifier::new(&domain)?;
+    let mut guard: Vec<Constraint> = Vec::new();
+    for c in &stmt.guard {
+        match canon_constraint(&simp, c) {
+            Canon::Never => return None,
+            Canon::Always => {}
+            // Only when the narrowing rounds ran out; the constraint still holds as written.
+            Canon::Narrow(..) => add_constraint(&mut guard, simplified(&simp, c)),
+            Canon::Keep(c) => add_constraint(&mut guard, c),
+        }
+    }
+    if guard.iter().any(|c| c.lo >= c.hi) {
+        return None;
+    }
+    Some(Stmt {
+        dst: stmt.dst.iter().map(|e| simp.simplify(e)).collect(),
+        action: map_action(&stmt.action, |e| simp.simplify(e)),
+        domain,
+        guard,
+    })
+}
+
+/// The domain narrowed by the single-dim constraints of the guard, repeated while narrowing
+/// one range lets another constraint narrow further; `None` when it becomes empty or a
+/// constraint is provably false.
+fn narrowed_domain(stmt: &Stmt) -> Option<Vec<DimRange>> {
+    if stmt.domain.iter().any(DimRange::is_empty) {
+        return None;
+    }
+    let mut domain = stmt.domain.clone();
+    for _ in 0..MAX_ROUNDS {
+        let simp = Simplifier::new(&domain)?;
+        let mut narrowed = false;
+        for c in &stmt.guard {
+            match canon_constraint(&simp, c) {
+                Canon::Never => return None,
+                Canon::Narrow(d, lo, hi) => {
+                    let r = &mut domain[d];
+                    let new = DimRange::new(r.lo.max(lo), r.hi.min(hi));
+                    if new.is_empty() {
+                        return None;
+                    }
+                    narrowed |= new != *r;
+                    *r = new;
+                }
+                Canon::Always | Canon::Keep(_) => {}
+            }
+        }
+        if !narrowed {
+            break;
+        }
+    }
+    Some(domain)
+}
+
+fn simplified(simp: &Simplifier, c: &Constraint) -> Constraint {
+    Constraint {
+        expr: simp.simplify(&c.expr),
+        lo: c.lo,
+        hi: c.hi,
+    }
+}
+
+/// Adds `c` to a guard, intersecting it with a constraint on the same expression.
+fn add_constraint(guard: &mut Vec<Constraint>, c: Constraint) {
+    match guard.iter_mut().find(|g| g.expr == c.expr) {
+        Some(g) => {
+            g.lo = g.lo.max(c.lo);
+            g.hi = g.hi.min(c.hi);
+        }
+        None => guard.push(c),
+    }
+}
+
+enum Canon {
+    Always,
+    Never,
+    /// The constraint is `lo <= d < hi` for the dim `d`.
+    Narrow(usize, i64, i64),
+    Keep(Constraint),
+}
+
+fn canon_constraint(simp: &Simplifier, c: &Constraint) -> Canon {
+    if c.lo >= c.hi {
+        return Canon::Never;
+    }
+    let Some(s) = simp.sum_of(&c.expr) else {
+        return Canon::Keep(c.clone());
+    };
+    if let Some(b) = simp.bounds(&s) {
+        if b.lo >= c.lo && b.hi < c.hi {
+            return Canon::Always;
+        }
+        if b.hi < c.lo || b.lo >= c.hi {
+            return Canon::Never;
+        }
+    }
+    if let Some((d, coef, c0)) = s.as_linear_in_one_dim() {
+        if let Some((lo, hi)) = solve_linear(coef, c0, c.lo, c.hi) {
+            return Canon::Narrow(d, lo, hi);
+        }
+    }
+    if let Some((d, lo, hi)) = solve_floordiv(&s, c.lo, c.hi) {
+        return Canon::Narrow(d, lo, hi);
+    }
+    Canon::Keep(Constraint {
+        expr: s.to_expr(),
+        lo: c.lo,
+        hi: c.hi,
+    })
+}
+
+/// The half-open interval of integers `d` with `lo <= coef * d + c0 < hi`, clamped to `i64`.
+fn solve_linear(coef: i64, c0: i64, lo: i64, hi: i64) -> Option<(i64, i64)> {
+    let (coef, a, b) = (
+        i128::from(coef),
+        i128::from(lo) - i128::from(c0),
+        i128::from(hi) - 1 - i128::from(c0),
+    );
+    // coef * d in [a, b].
+    let (first, last) = match coef {
+        0 => return None,
+        c if c > 0 => (ceil_div(a, c), floor_div(b, c)),
+        c => (ceil_div(b, c), floor_div(a, c)),
+    };
+    Some((clamp(first), clamp(last + 1)))
+}
+
+/// `lo <= d floordiv k + c0 < hi` is `k * (lo - c0) <= d < k * (hi - c0)`.
+/// Reason: `q = d floordiv k` satisfies `k*q <= d < k*(q+1)`, so `q >= m` iff `d >= k*m` and
+/// `q < n` iff `d < k*n`.
+fn solve_floordiv(s: &crate::sum::Sum, lo: i64, hi: i64) -> Option<(usize, i64, i64)> {
+    let [(crate::sum::Atom::FloorDiv(arg, k), 1)] = s.terms() else {
+        return None;
+    };
+    let d = arg.as_dim()?;
+    let c0 = i128::from(s.constant_part());
+    let k = i128::from(*k);
+    let first = k * (i128::from(lo) - c0);
+    let end = k * (i128::from(hi) - c0);
+    Some((d, clamp(first), clamp(end)))
+}
+
+fn floor_div(a: i128, b: i128) -> i128 {
+    let q = a / b;
+    if a % b != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn ceil_div(a: i128, b: i128) -> i128 {
+    -floor_div(-a, b)
+}
+
+fn clamp(v: i128) -> i64 {
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The action with `f` applied to every source index.
+pub(crate) fn map_action(a: &Action, f: impl Fn(&AffineExpr) -> AffineExpr) -> Action {
+    match a {
+        Action::Copy { src } => Action::Copy {
+            src: src.iter().map(f).collect(),
+        },
+        Action::Accumulate { src } => Action::Accumulate {
+            src: src.iter().map(f).collect(),
+        },
+        Action::Fill => Action::Fill,
+    }
+}
+
+/// The statement over a new domain, with every dim `i` of every expression replaced by `f(i)`.
+pub(crate) fn substitute(
+    stmt: &Stmt,
+    domain: Vec<DimRange>,
+    f: &impl Fn(usize) -> AffineExpr,
+) -> Stmt {
+    Stmt {
+        domain,
+        guard: stmt
+            .guard
+            .iter()
+            .map(|c| Constraint {
+                expr: c.expr.substitute(f),
+                lo: c.lo,
+                hi: c.hi,
+            })
+            .collect(),
+        dst: stmt.dst.iter().map(|e| e.substitute(f)).collect(),
+        action: map_action(&stmt.action, |e| e.substitute(f)),
+    }
+}
+
+/// The statement with dim `d` fixed to `value` and removed from the domain (later dims are
+/// renumbered down by one).
+pub(crate) fn fix_dim(stmt: &Stmt, d: usize, value: i64) -> Stmt {
+    let mut domain = stmt.domain.clone();
+    domain.remove(d);
+    substitute(stmt, domain, &|i| match i.cmp(&d) {
+        std::cmp::Ordering::Less => AffineExpr::Dim(i),
+        std::cmp::Ordering::Equal => AffineExpr::Const(value),
+        std::cmp::Ordering::Greater => AffineExpr::Dim(i - 1),
+    })
+}
+
+/// The statement with the range of dim `d` replaced by `[lo, hi)`.
+pub(crate) fn with_range(stmt: &Stmt, d: usize, lo: i64, hi: i64) -> Stmt {
+    let mut s = stmt.clone();
+    s.domain[d] = DimRange::new(lo, hi);
+    s
+}
+
+/// Every expression of the statement: destination, source, guard.
+pub(crate) fn exprs(stmt: &Stmt) -> impl Iterator<Item = &AffineExpr> {
+    stmt.dst
+        .iter()
+        .chain(stmt.action.src_map().unwrap_or(&[]))
+        .chain(stmt.guard.iter().map(|c| &c.expr))
+}
+
+/// True when the statement has a guard or a `floordiv`/`mod` in a map: what the loop IR cannot
+/// express.
+pub(crate) fn needs_lowering_help(stmt: &Stmt) -> bool {
+    !stmt.guard.is_empty() || exprs(stmt).any(AffineExpr::has_div_or_mod)
+}
+
+/// The destination map as linear forms: per index, `(dim, coef)` pairs and a constant. `None`
+/// when an index is not affine in the dims after simplification.
+type LinearIndex = (Vec<(usize, i64)>, i64);
+
+fn linear_dst(stmt: &Stmt) -> Option<Vec<LinearIndex>> {
+    let simp = Simplifier::new(&stmt.domain)?;
+    stmt.dst
+        .iter()
+        .map(|e| {
+            let s = simp.sum_of(e)?;
+            let terms = s
+                .terms()
+                .iter()
+                .map(|(a, c)| match a {
+                    crate::sum::Atom::Dim(d) => Some((*d, *c)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some((terms, s.constant_part()))
+        })
+        .collect()
+}
+
+/// The terms of one index on dims with more than one value, sorted by `|coef|`, or `None` when
+/// a dim appears twice in the whole map (then the indices are not independent).
+fn varying_terms(stmt: &Stmt, idx: &[LinearIndex]) -> Option<Vec<Vec<(i64, u64)>>> {
+    let mut seen = vec![false; stmt.domain.len()];
+    let mut out = Vec::with_capacity(idx.len());
+    for (terms, _) in idx {
+        let mut v = Vec::new();
+        for &(d, c) in terms {
+            let len = stmt.domain.get(d)?.len();
+            if len <= 1 {
+                continue;
+            }
+            if std::mem::replace(&mut seen[d], true) {
+                return None;
+            }
+            v.push((c, len));
+        }
+        v.sort_by_key(|&(c, _)| c.unsigned_abs());
+        out.push(v);
+    }
+    Some(out)
+}
+
+/// True when no two points of the domain write the same destination element.
+///
+/// Proven only for maps where each dim with more than one value appears in exactly one
+/// destination index, and the dims of each index form a mixed radix: sorted by `|coef|`,
+/// `|c_(j+1)| >= |c_j| * len_j`. Reason: then `sum |c_i| * (len_i - 1) < |c_(j+1)|` for the
+/// digits below `j+1`, so the index determines every digit (the sign of a coefficient only
+/// mirrors its digit).
+pub(crate) fn dst_injective(stmt: &Stmt) -> bool {
+    let Some(idx) = linear_dst(stmt) else {
+        return false;
+    };
+    let Some(per_index) = varying_terms(stmt, &idx) else {
+        return false;
+    };
+    let used: usize = per_index.iter().map(Vec::len).sum();
+    let varying = stmt.domain.iter().filter(|r| r.len() > 1).count();
+    used == varying
+        && per_index.iter().all(|terms| {
+            let mut need: u64 = 1;
+            terms.iter().all(|&(c, len)| {
+                let ok = c.unsigned_abs() >= need;
+                need = c.unsigned_abs().saturating_mul(len);
+                ok
+            })
+        })
+}
+
+/// True when reordering the points of the statement may change its result: a copy whose
+/// writes are not proven disjoint. A fill writes zeros wherever it writes, and `accumulate`
+/// adds, which the passes treat as commutative (exact for integers; for floats it changes only
+/// the rounding, which the project's Col2Im tolerance allows).
+pub(crate) fn order_matters(stmt: &Stmt) -> bool {
+    matches!(stmt.action, Action::Copy { .. }) && !dst_injective(stmt)
+}
+
+/// The box of destination elements the statement writes, as one half-open range per
+/// destination index, when that set is exactly a box: no guard, each varying dim in at most
+/// one index, and each index a dense mixed radix (sorted by `|coef|`: `|c_1| = 1`,
+/// `|c_(j+1)| = |c_j| * len_j`), so that it takes every value between its bounds.
+pub(crate) fn dst_box(stmt: &Stmt) -> Option<Vec<DimRange>> {
+    if !stmt.guard.is_empty() || stmt.domain.iter().any(DimRange::is_empty) {
+        return None;
+    }
+    let idx = linear_dst(stmt)?;
+    let per_index = varying_terms(stmt, &idx)?;
+    let simp = Simplifier::new(&stmt.domain)?;
+    let mut out = Vec::with_capacity(idx.len());
+    for (e, terms) in stmt.dst.iter().zip(&per_index) {
+        let mut need: u64 = 1;
+        for &(c, len) in terms {
+            if c.unsigned_abs() != need {
+                return None;
+            }
+            need = need.checked_mul(len)?;
+        }
+        let b = simp.bounds(&simp.sum_of(e)?)?;
+        out.push(DimRange::new(b.lo, b.hi.checked_add(1)?));
+    }
+    Some(out)
+}
+
+/// `statement {i} (`first line`)`, for error messages.
+pub(crate) fn describe(i: usize, stmt: &Stmt) -> String {
+    let text = stmt.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    format!("statement {i} (`{first}`)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(i: usize) -> AffineExpr {
+        AffineExpr::dim(i)
+    }
+
+    fn copy(domain: &[(i64, i64)], dst: Vec<AffineExpr>, src: Vec<AffineExpr>) -> Stmt {
+        Stmt {
+            domain: domain.iter().map(|&(a, b)| DimRange::new(a, b)).collect(),
+            guard: vec![],
+            dst,
+            action: Action::Copy { src },
+        }
+    }
+
+    #[test]
+    fn single_dim_guards_narrow_the_domain() {
+        let mut s = copy(
+            &[(0, 10), (0, 3)],
+            vec![d(0), d(1)],
+            vec![d(0) * 2 - 3, d(1)],
+        );
+        s.guard.push(Constraint {
+            expr: d(0) * 2 - 3,
+            lo: 0,
+            hi: 8,
+        });
+        let c = canonicalize_stmt(&s).unwrap();
+        assert!(c.guard.is_empty());
+        assert_eq!(c.domain[0], DimRange::new(2, 6));
+        s.guard[0].lo = 100;
+        assert!(canonicalize_stmt(&s).is_none());
+    }
+
+    #[test]
+    fn negative_coefficients_narrow() {
+        assert_eq!(solve_linear(-2, 10, 0, 5), Some((3, 6)));
+        assert_eq!(solve_linear(3, 1, 0, 10), Some((0, 3)));
+    }
+
+    #[test]
+    fn injectivity_and_boxes() {
+        let s = copy(&[(0, 2), (0, 3)], vec![d(1) * 2 + d(0)], vec![d(0), d(1)]);
+        assert!(dst_injective(&s));
+        assert_eq!(dst_box(&s), Some(vec![DimRange::new(0, 6)]));
+        let t = copy(&[(0, 3), (0, 3)], vec![d(1) * 2 + d(0)], vec![d(0), d(1)]);
+        assert!(!dst_injective(&t));
+        assert!(order_matters(&t));
+        let u = copy(&[(0, 2), (0, 3)], vec![d(1) * 4 + d(0)], vec![d(0), d(1)]);
+        assert!(dst_injective(&u));
+        assert_eq!(dst_box(&u), None);
+    }
+}

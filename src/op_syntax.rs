@@ -1,0 +1,251 @@
+//! The short op syntax of the command line, MLIR-flavoured:
+//!
+//! ```text
+//! SpaceToDepth {block_size = 2, data_format = "NHWC"} : tensor<1x4x4x1xf32>
+//! SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 2], [1, 2]]} : tensor<4x129x129x256xf32>
+//! ```
+//!
+//! An op name, an optional attribute dictionary (integers, strings, nested lists), a colon and
+//! the input tensor type.
+
+use relayout_ir::{DType, TensorType};
+use relayout_ops::{AttrValue, Attrs};
+
+/// An op description read from text: its name, attributes and input type.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct OpSpec {
+    pub name: String,
+    pub attrs: Attrs,
+    pub input: TensorType,
+}
+
+/// A syntax error with the 1-based column where it was found.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("column {col}: {message}")]
+pub struct SyntaxError {
+    pub col: usize,
+    pub message: String,
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn error<T>(&self, message: impl Into<String>) -> Result<T, SyntaxError> {
+        Err(SyntaxError {
+            col: self.text[..self.pos].chars().count() + 1,
+            message: message.into(),
+        })
+    }
+
+    fn skip_ws(&mut self) {
+        let rest = &self.text[self.pos..];
+        self.pos += rest.len() - rest.trim_start().len();
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_ws();
+        self.text[self.pos..].chars().next()
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), SyntaxError> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            let found = self
+                .peek()
+                .map_or("the end".to_string(), |f| format!("'{f}'"));
+            self.error(format!("expected '{c}', found {found}"))
+        }
+    }
+
+    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
+        self.skip_ws();
+        let rest = &self.text[self.pos..];
+        let len = rest.find(|c: char| !f(c)).unwrap_or(rest.len());
+        self.pos += len;
+        &rest[..len]
+    }
+
+    fn ident(&mut self, what: &str) -> Result<&'a str, SyntaxError> {
+        let id = self.take_while(|c| c.is_ascii_alphanumeric() || c == '_');
+        if id.is_empty() {
+            return self.error(format!("expected {what}"));
+        }
+        Ok(id)
+    }
+
+    fn integer(&mut self) -> Result<i64, SyntaxError> {
+        let start = self.pos;
+        self.skip_ws();
+        let neg = self.eat('-');
+        let digits = self.take_while(|c| c.is_ascii_digit());
+        if digits.is_empty() {
+            self.pos = start;
+            return self.error("expected an integer");
+        }
+        let text = if neg {
+            format!("-{digits}")
+        } else {
+            digits.to_string()
+        };
+        text.parse()
+            .or_else(|_| self.error(format!("integer {text} does not fit in 64 bits")))
+    }
+
+    fn value(&mut self) -> Result<AttrValue, SyntaxError> {
+        match self.peek() {
+            Some('[') => {
+                self.expect('[')?;
+                let mut items = Vec::new();
+                if !self.eat(']') {
+                    loop {
+                        items.push(self.value()?);
+                        if self.eat(']') {
+                            break;
+                        }
+                        self.expect(',')?;
+                    }
+                }
+                Ok(AttrValue::List(items))
+            }
+            Some('"') => {
+                self.expect('"')?;
+                let s = self.take_while(|c| c != '"');
+                self.expect('"')?;
+                Ok(AttrValue::Str(s.to_string()))
+            }
+            Some(c) if c == '-' || c.is_ascii_digit() => Ok(AttrValue::Int(self.integer()?)),
+            _ => self.error("expected an integer, a \"string\" or a [list]"),
+        }
+    }
+}
+
+/// Parses `tensor<1x4x4x1xf32>`.
+pub fn parse_tensor_type(text: &str) -> Result<TensorType, SyntaxError> {
+    let mut c = Cursor { text, pos: 0 };
+    let ty = tensor_type(&mut c)?;
+    if c.peek().is_some() {
+        return c.error("unexpected text after the tensor type");
+    }
+    Ok(ty)
+}
+
+fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, SyntaxError> {
+    if c.ident("'tensor'")? != "tensor" {
+        return c.error("expected 'tensor<...>'");
+    }
+    c.expect('<')?;
+    c.skip_ws();
+    let inner_start = c.pos;
+    let Some(len) = c.text[c.pos..].rfind('>') else {
+        return c.error("missing '>'");
+    };
+    let inner = &c.text[c.pos..c.pos + len];
+    let mut shape = Vec::new();
+    let mut rest = inner;
+    // Dimensions are the leading `NNNx` groups; what is left is the element type.
+    while let Some(x) = rest.find('x') {
+        let (dim, tail) = (&rest[..x], &rest[x + 1..]);
+        if dim.is_empty() || !dim.chars().all(|ch| ch.is_ascii_digit()) {
+            break;
+        }
+        match dim.parse::<u64>() {
+            Ok(d) => shape.push(d),
+            Err(_) => {
+                c.pos = inner_start + (inner.len() - rest.len());
+                return c.error(format!("dimension {dim} does not fit in 64 bits"));
+            }
+        }
+        rest = tail;
+    }
+    let Some(dtype) = DType::from_name(rest.trim()) else {
+        c.pos = inner_start + (inner.len() - rest.len());
+        return c.error(format!("unknown element type '{}'", rest.trim()));
+    };
+    c.pos += len + 1;
+    Ok(TensorType { dtype, shape })
+}
+
+/// Parses `Name {attr = value, ...} : tensor<...>`.
+pub fn parse_op_spec(text: &str) -> Result<OpSpec, SyntaxError> {
+    let mut c = Cursor { text, pos: 0 };
+    let name = c.ident("an op name such as SpaceToDepth")?.to_string();
+    let mut attrs = Attrs::new();
+    if c.eat('{') && !c.eat('}') {
+        loop {
+            let key = c.ident("an attribute name")?.to_string();
+            c.expect('=')?;
+            let v = c.value()?;
+            if attrs.insert(key.clone(), v).is_some() {
+                return c.error(format!("attribute '{key}' is given twice"));
+            }
+            if c.eat('}') {
+                break;
+            }
+            c.expect(',')?;
+        }
+    }
+    c.expect(':')?;
+    let input = tensor_type(&mut c)?;
+    if c.peek().is_some() {
+        return c.error("unexpected text after the input type");
+    }
+    Ok(OpSpec { name, attrs, input })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ops() {
+        let s = parse_op_spec(r#"SpaceToBatchND {block_shape = [2, 2], paddings = [[1, -2], [0, 0]]} : tensor<4x5x5x2xbf16>"#).unwrap();
+        assert_eq!(s.name, "SpaceToBatchND");
+        assert_eq!(s.input, TensorType::new(DType::BF16, [4, 5, 5, 2]));
+        assert_eq!(
+            s.attrs["paddings"],
+            AttrValue::List(vec![
+                AttrValue::List(vec![AttrValue::Int(1), AttrValue::Int(-2)]),
+                AttrValue::List(vec![AttrValue::Int(0), AttrValue::Int(0)])
+            ])
+        );
+        let t = parse_op_spec("DepthToSpace {block_size = 2, mode = \"CRD\", data_format = \"NCHW\"} : tensor<1x8x2x2xcomplex<f32>>").unwrap();
+        assert_eq!(t.input.dtype, DType::C64);
+        assert_eq!(
+            parse_op_spec("SpaceToDepth : tensor<f16>")
+                .unwrap()
+                .input
+                .shape,
+            Vec::<u64>::new()
+        );
+    }
+
+    #[test]
+    fn reports_columns() {
+        assert_eq!(
+            parse_op_spec("SpaceToDepth {block_size 2} : tensor<1xf32>")
+                .unwrap_err()
+                .col,
+            26
+        );
+        assert!(parse_op_spec("SpaceToDepth : tensor<1xf33>")
+            .unwrap_err()
+            .message
+            .contains("f33"));
+        assert!(parse_op_spec("SpaceToDepth : tensor<99999999999999999999xf32>").is_err());
+        assert!(parse_op_spec("").is_err());
+        assert!(parse_op_spec("X {a = [[[[").is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! Execution tests on random ops and shapes: the JIT (one thread and two), the interpreter on
+//! the lowered IR, the interpreter on the final loop IR, and the direct reference
+//! implementation must all produce the same bytes.
+
+use proptest::prelude::*;
+use relayout::ir::{interpret, interpret_loops, DType, TensorType};
+use relayout::{compile, DataFormat, DepthToSpaceMode, Op};
+
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(DType::ALL.to_vec())
+}
+
+fn data_format() -> impl Strategy<Value = DataFormat> {
+    prop::sample::select(vec![
+        DataFormat::Nhwc,
+        DataFormat::Nchw,
+        DataFormat::NchwVectC,
+    ])
+}
+
+/// Builds the input shape of a SpaceToDepth/DepthToSpace from (batch, height, width, channels)
+/// in the op's data format; channels must be a multiple of 4 for NCHW_VECT_C.
+fn image_shape(format: DataFormat, n: u64, h: u64, w: u64, c: u64) -> Vec<u64> {
+    match format {
+        DataFormat::Nhwc => vec![n, h, w, c],
+        DataFormat::Nchw => vec![n, c, h, w],
+        DataFormat::NchwVectC => vec![n, c / 4, h, w, 4],
+    }
+}
+
+fn space_to_depth() -> impl Strategy<Value = (Op, TensorType)> {
+    (
+        2i64..=4,
+        data_format(),
+        1u64..=2,
+        1u64..=3,
+        1u64..=3,
+        1u64..=5,
+        dtype(),
+    )
+        .prop_map(|(b, format, n, oh, ow, c, dtype)| {
+            let c = if format == DataFormat::NchwVectC {
+                4 * c.div_ceil(2)
+            } else {
+                c
+            };
+            let bu = b as u64;
+            (
+                Op::SpaceToDepth {
+                    block_size: b,
+                    data_format: format,
+                },
+                TensorType::new(dtype, image_shape(format, n, oh * bu, ow * bu, c)),
+            )
+        })
+}
+
+fn depth_to_space() -> impl Strategy<Value = (Op, TensorType)> {
+    (
+        2i64..=3,
+        data_format(),
+        any::<bool>(),
+        1u64..=2,
+        1u64..=3,
+        1u64..=3,
+        1u64..=3,
+        dtype(),
+    )
+        .prop_map(|(b, format, crd, n, h, w, k, dtype)| {
+            let bb = (b * b) as u64;
+            // NCHW_VECT_C needs C / 4 divisible by b * b.
+            let c = if format == DataFormat::NchwVectC {
+                4 * bb * k
+            } else {
+                bb * k
+            };
+            let mode = if crd && format == DataFormat::Nchw {
+                DepthToSpaceMode::Crd
+            } else {
+                DepthToSpaceMode::Dcr
+            };
+            (
+                Op::DepthToSpace {
+                    block_size: b,
+                    data_format: format,
+                    mode,
+                },
+                TensorType::new(dtype, image_shape(format, n, h, w, c)),
+            )
+        })
+}
+
+fn space_to_batch_nd() -> impl Strategy<Value = (Op, TensorType)> {
+    (1usize..=3, 1u64..=2, 0usize..=2, dtype())
+        .prop_flat_map(|(m, batch, rest, dtype)| {
+            let spatial = prop::collection::vec((1i64..=3, 1i64..=3, 0i64..=3, 0i64..=3), m);
+            let rest_dims = prop::collection::vec(1u64..=3, rest);
+            (Just(batch), spatial, rest_dims, Just(dtype))
+        })
+        .prop_filter_map(
+            "padded size must leave at least one element",
+            |(batch, spatial, rest, dtype)| {
+                let mut shape = vec![batch];
+                let (mut block_shape, mut paddings) = (Vec::new(), Vec::new());
+                for (block, blocks, pad_begin, pad_end) in spatial {
+                    let size = block * blocks - pad_begin - pad_end;
+                    if size < 1 {
+                        return None;
+                    }
+                    shape.push(size as u64);
+                    block_shape.push(block);
+                    paddings.push(vec![pad_begin, pad_end]);
+                }
+                shape.extend(rest);
+                Some((
+                    Op::SpaceToBatchNd {
+                        block_shape,
+                        paddings,
+                    },
+                    TensorType::new(dtype, shape),
+                ))
+            },
+        )
+}
+
+fn batch_to_space_nd() -> impl Strategy<Value = (Op, TensorType)> {
+    (1usize..=3, 1u64..=2, 0usize..=2, dtype())
+        .prop_flat_map(|(m, batch, rest, dtype)| {
+            let spatial = prop::collection::vec((1i64..=3, 1u64..=3, 0i64..=2, 0i64..=2), m);
+            let rest_dims = prop::collection::vec(1u64..=3, rest);
+            (Just(batch), spatial, rest_dims, Just(dtype))
+        })
+        .prop_filter_map("crops must fit", |(batch, spatial, rest, dtype)| {
+            let prod: i64 = spatial.iter().map(|s| s.0).product();
+            let mut shape = vec![batch * prod as u64];
+            let (mut block_shape, mut crops) = (Vec::new(), Vec::new());
+            for (block, size, crop_begin, crop_end) in spatial {
+                if crop_begin + crop_end > block * size as i64 {
+                    return None;
+                }
+                shape.push(size);
+                block_shape.push(block);
+                crops.push(vec![crop_begin, crop_end]);
+            }
+            shape.extend(rest);
+            Some((
+                Op::BatchToSpaceNd { block_shape, crops },
+                TensorType::new(dtype, shape),
+            ))
+        })
+}
+
+fn col2im() -> impl Strategy<Value = (Op, TensorType)> {
+    // Integer element types only: sums are exact whatever the summation order.
+    let int = prop::sample::select(vec![DType::I32, DType::U8, DType::I64, DType::U16]);
+    (2usize..=3, 1u64..=2, 1u64..=2, int)
+        .prop_flat_map(|(m, n, c, dtype)| {
+            let dims = prop::collection::vec(
+                (2i64..=6, 1i64..=3, 1i64..=2, 1i64..=2, 0i64..=1, 0i64..=1),
+                m,
+            );
+            (Just(n), Just(c), dims, Just(dtype))
+        })
+        .prop_filter_map(
+            "the dilated kernel must fit the padded image",
+            |(n, c, dims, dtype)| {
+                let (mut image, mut block, mut strides, mut dilations, mut begins, mut ends) =
+                    (vec![], vec![], vec![], vec![], vec![], vec![]);
+                let mut blocks = 1i64;
+                for (img, k, s, d, pb, pe) in dims {
+                    let span = d * (k - 1) + 1;
+                    if span > img + pb + pe {
+                        return None;
+                    }
+                    blocks *= (img + pb + pe - span) / s + 1;
+                    image.push(img);
+                    block.push(k);
+                    strides.push(s);
+                    dilations.push(d);
+                    begins.push(pb);
+                    ends.push(pe);
+                }
+                let k: i64 = block.iter().product();
+                begins.extend(ends);
+                let input = TensorType::new(dtype, [n, c * k as u64, blocks as u64]);
+                Some((
+                    Op::Col2Im {
+                        image_shape: image,
+                        block_shape: block,
+                        dilations,
+                        pads: begins,
+                        strides,
+                    },
+                    input,
+                ))
+            },
+        )
+}
+
+fn any_op() -> impl Strategy<Value = (Op, TensorType)> {
+    prop_oneof![
+        space_to_depth(),
+        depth_to_space(),
+        space_to_batch_nd(),
+        batch_to_space_nd(),
+        col2im()
+    ]
+}
+
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    // splitmix64: deterministic, and every byte pattern (NaNs, -0.0) is possible.
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as u8
+        })
+        .collect()
+}
+
+fn check_all_agree(op: &Op, input: &TensorType, seed: u64) {
+    let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
+    let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
+    let out_len = kernel.output_type().size_bytes().unwrap() as usize;
+    let reference = relayout_reference::reference(op, input, &src).unwrap();
+
+    let mut lowered = random_bytes(out_len, seed ^ 1);
+    interpret(&kernel.stages().lowered, &src, &mut lowered).unwrap();
+    assert_eq!(
+        lowered, reference,
+        "lowered IR vs reference for {op:?} on {input}"
+    );
+
+    let mut loops = random_bytes(out_len, seed ^ 2);
+    interpret_loops(&kernel.stages().loops, &src, &mut loops).unwrap();
+    assert_eq!(
+        loops,
+        reference,
+        "loop IR vs reference for {op:?} on {input}\n{}",
+        kernel.stages().loops
+    );
+
+    let mut jit = random_bytes(out_len, seed ^ 3);
+    kernel.run(&src, &mut jit).unwrap();
+    assert_eq!(
+        jit,
+        reference,
+        "JIT vs reference for {op:?} on {input}\n{}",
+        kernel.stages().loops
+    );
+
+    let mut threaded = random_bytes(out_len, seed ^ 4);
+    kernel.run_threaded(&src, &mut threaded, 2).unwrap();
+    assert_eq!(
+        threaded, reference,
+        "JIT on 2 threads vs reference for {op:?} on {input}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn jit_interpreter_and_reference_agree((op, input) in any_op(), seed in any::<u64>()) {
+        check_all_agree(&op, &input, seed);
+    }
+}
+
+#[test]
+fn wrong_buffer_lengths_are_errors() {
+    let op = Op::SpaceToDepth {
+        block_size: 2,
+        data_format: DataFormat::Nhwc,
+    };
+    let kernel = compile(&op, &TensorType::new(DType::F32, [1, 2, 2, 1])).unwrap();
+    let mut dst = [0u8; 16];
+    assert!(kernel.run(&[0u8; 15], &mut dst).is_err());
+    assert!(kernel.run(&[0u8; 16], &mut dst[..12]).is_err());
+    let mut wrong_type = [0u16; 4];
+    assert!(kernel.run_typed(&[0u16; 4], &mut wrong_type).is_err());
+}
