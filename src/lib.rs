@@ -35,10 +35,16 @@
 //! assert_eq!(dst, [1.0, 2.0, 3.0, 4.0]);
 //! ```
 
+mod cache;
+pub mod analysis;
 pub mod conformance;
+pub mod fuse;
 mod op_syntax;
 mod tensor_text;
 
+pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
+pub use analysis::Movement;
+pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;
 pub use relayout_jit::Element;
@@ -49,6 +55,7 @@ pub use tensor_text::{format_element, format_tensor};
 
 use relayout_ir::{Kernel, LoopKernel, TensorType};
 use relayout_jit::CompiledKernel;
+use std::sync::Arc;
 
 /// Anything that can go wrong between an op description and its result.
 #[derive(Debug, thiserror::Error)]
@@ -109,73 +116,87 @@ pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
     Ok(relayout_codegen::clif_text(loops)?)
 }
 
-/// An op compiled for one input type: run it as often as you like, from any thread.
+/// An op compiled for one input type: run it as often as you like, from any thread. Cloning is
+/// cheap (the compiled code is shared).
+#[derive(Clone)]
 pub struct CompiledOp {
+    inner: Arc<CompiledInner>,
+}
+
+/// What a compiled op holds; shared between clones and with the kernel cache.
+pub(crate) struct CompiledInner {
     op: Op,
     input: TensorType,
     output: TensorType,
     stages: Stages,
-    kernel: CompiledKernel,
+    kernel: Arc<CompiledKernel>,
 }
 
-/// Validates, lowers, simplifies, verifies and JIT-compiles `op` for `input`.
+/// Validates, lowers, simplifies, verifies and JIT-compiles `op` for `input`, or returns the
+/// kernel compiled earlier for the same op and input type (see [`set_cache_capacity`]).
 pub fn compile(op: &Op, input: &TensorType) -> Result<CompiledOp, Error> {
+    if let Some(inner) = cache::lookup_op(op, input) {
+        return Ok(CompiledOp { inner });
+    }
     let output = op.output_type(input)?;
     let stages = lower(op, input)?;
-    let kernel = CompiledKernel::compile(&stages.loops)?;
-    Ok(CompiledOp {
-        op: op.clone(),
-        input: input.clone(),
-        output,
-        stages,
-        kernel,
-    })
+    let kernel = cache::code_for(&stages.loops)?;
+    let inner = Arc::new(CompiledInner { op: op.clone(), input: input.clone(), output, stages, kernel });
+    cache::insert_op(op, input, inner.clone());
+    Ok(CompiledOp { inner })
 }
 
 impl CompiledOp {
     pub fn op(&self) -> &Op {
-        &self.op
+        &self.inner.op
     }
 
     pub fn input_type(&self) -> &TensorType {
-        &self.input
+        &self.inner.input
     }
 
     pub fn output_type(&self) -> &TensorType {
-        &self.output
+        &self.inner.output
+    }
+
+    /// True when both run the same machine code (one came from the cache, or both ops
+    /// simplified to the same loop kernel).
+    pub fn shares_code_with(&self, other: &CompiledOp) -> bool {
+        Arc::ptr_eq(&self.inner.kernel, &other.inner.kernel)
     }
 
     /// The IR of every stage.
     pub fn stages(&self) -> &Stages {
-        &self.stages
+        &self.inner.stages
     }
 
     /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        Ok(self.kernel.run(src, dst)?)
+        Ok(self.inner.kernel.run(src, dst)?)
     }
 
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        Ok(self.kernel.run_threaded(src, dst, threads)?)
+        Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
     }
 
     /// Runs the kernel on element slices; the element type must have the op's element size.
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        Ok(self.kernel.run_typed(src, dst)?)
+        Ok(self.inner.kernel.run_typed(src, dst)?)
     }
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
         // The size was checked when the op was validated, so it fits in memory terms of u64.
         let len = self
+            .inner
             .output
             .size_bytes()
             .map_err(|e| OpError::new(ErrorCategory::SizeOverflow, e.to_string()))?;
         let len = usize::try_from(len).map_err(|_| {
             OpError::new(
                 ErrorCategory::SizeOverflow,
-                format!("{} does not fit in memory", self.output),
+                format!("{} does not fit in memory", self.inner.output),
             )
         })?;
         let mut dst = vec![0u8; len];

@@ -1,10 +1,205 @@
-//! `relayout bench`. Not written yet.
+//! `relayout bench SUITE.json`: per case, the cold compile time, the median kernel time and the
+//! median time of a memcpy of the same output bytes, measured side by side in one process.
+//! The figure that matters is the ratio kernel / memcpy (see the Performance section of the
+//! design notes); absolute times depend on the machine.
 
+mod buffer;
+mod measure;
+mod memcpy;
+mod report;
+mod suite;
+
+use buffer::AlignedBuf;
+use measure::{Plan, Timing};
+use memcpy::Memcpy;
+use relayout::ir::{DType, TensorType};
+use relayout::{CompiledOp, Op};
+use report::CaseResult;
+use std::hint::black_box;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Measured time per case (kernel and memcpy batches together): long enough for a stable
+/// median, short enough that the whole suite stays within a few minutes on two cores.
+const BUDGET_PER_CASE: Duration = Duration::from_millis(500);
 
 #[derive(clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// The suite: a JSON array of cases {"name", "op", "attrs", "dtype", "input_shape"}.
+    suite: PathBuf,
+    /// Threads for the kernel (run_threaded) and for the memcpy reference. Default: the
+    /// BENCH_THREADS environment variable, or 1.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print one JSON object per case on standard output; the table goes to standard error.
+    #[arg(long)]
+    json: bool,
+    /// Run only the cases whose name contains this string.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Timed (kernel, memcpy) pairs per case, instead of about 0.5 s of them (at least 5).
+    /// Small kernels are timed in batches of many calls; this counts batches.
+    #[arg(long)]
+    reps: Option<usize>,
+}
 
-pub fn bench(_args: BenchArgs) -> Result<ExitCode, String> {
-    Err("`relayout bench` is not implemented yet".into())
+pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
+    let threads = thread_count(args.threads)?;
+    if args.reps == Some(0) {
+        return Err("--reps must be at least 1".into());
+    }
+    let plan = Plan { budget: BUDGET_PER_CASE, reps: args.reps };
+    let cases = selected_cases(&args)?;
+    let out = Out { json: args.json };
+    let memcpy = Memcpy::new(threads)?;
+
+    out.text(&jit_setup_line()?);
+    out.text(&report::header());
+    let mut results = Vec::new();
+    let mut failed = 0usize;
+    for case in &cases {
+        match bench_case(case, threads, plan, &memcpy) {
+            Ok(result) => {
+                out.text(&report::row(&result));
+                if args.json {
+                    println!("{}", report::json_line(&result));
+                }
+                results.push(result);
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("{}: error: {e}", case.name);
+            }
+        }
+    }
+    for note in report::notes(&results, threads) {
+        out.text(&note);
+    }
+    if failed > 0 {
+        eprintln!("{failed} of {} case(s) failed", cases.len());
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the human-readable lines go: standard output, or standard error when standard output
+/// carries the JSON lines.
+struct Out {
+    json: bool,
+}
+
+impl Out {
+    fn text(&self, line: &str) {
+        if self.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+}
+
+/// `--threads`, else `BENCH_THREADS`, else 1.
+fn thread_count(flag: Option<usize>) -> Result<usize, String> {
+    let threads = match (flag, std::env::var("BENCH_THREADS")) {
+        (Some(n), _) => n,
+        (None, Ok(text)) => text.trim().parse().map_err(|_| format!("BENCH_THREADS={text:?} is not a number of threads"))?,
+        (None, Err(_)) => 1,
+    };
+    if threads == 0 {
+        return Err("the number of threads must be at least 1".into());
+    }
+    Ok(threads)
+}
+
+fn selected_cases(args: &BenchArgs) -> Result<Vec<suite::SuiteCase>, String> {
+    let mut cases = suite::load(&args.suite)?;
+    if let Some(filter) = &args.filter {
+        cases.retain(|c| c.name.contains(filter.as_str()));
+        if cases.is_empty() {
+            return Err(format!("no case of {} has a name containing {filter:?}", args.suite.display()));
+        }
+    }
+    Ok(cases)
+}
+
+/// Compiles a tiny op twice before the suite. The first compile in a process pays for the JIT's
+/// lazy set-up (host ISA detection, ...); doing it here keeps that cost out of the first
+/// case's compile time, and the line shows how large it is.
+fn jit_setup_line() -> Result<String, String> {
+    let op = Op::SpaceToDepth { block_size: 2, data_format: relayout::DataFormat::Nhwc };
+    let input = TensorType::new(DType::F32, [1, 2, 2, 1]);
+    let (_, first) = timed_compile(&op, &input).map_err(|e| format!("the warm-up compile failed: {e}"))?;
+    let (_, again) = timed_compile(&op, &input).map_err(|e| format!("the warm-up compile failed: {e}"))?;
+    Ok(format!(
+        "JIT set-up: the first compile in the process took {:.3} ms, the same op again {:.3} ms (the set-up is kept out of the cases' compile times)",
+        first.as_secs_f64() * 1e3,
+        again.as_secs_f64() * 1e3
+    ))
+}
+
+fn timed_compile(op: &Op, input: &TensorType) -> Result<(CompiledOp, Duration), String> {
+    let start = Instant::now();
+    let compiled = relayout::compile(black_box(op), black_box(input));
+    let elapsed = start.elapsed();
+    Ok((compiled.map_err(|e| e.to_string())?, elapsed))
+}
+
+fn bench_case(case: &suite::SuiteCase, threads: usize, plan: Plan, memcpy: &Memcpy) -> Result<CaseResult, String> {
+    let spec = case.spec.as_ref().map_err(Clone::clone)?;
+    let op = Op::from_attrs(&spec.op_name, &spec.attrs).map_err(|e| e.to_string())?;
+    let (kernel, compile) = timed_compile(&op, &spec.input)?;
+    // Compiled again right away: the difference would be a cache hit, if the facade had a cache.
+    let (_, recompile) = timed_compile(&op, &spec.input)?;
+    let in_bytes = byte_size(&spec.input)?;
+    let out_bytes = byte_size(kernel.output_type())?;
+    let timing = time_case(&kernel, in_bytes, out_bytes, threads, plan, memcpy)?;
+    Ok(CaseResult {
+        name: case.name.clone(),
+        counts_input: matches!(op, Op::Col2Im { .. }),
+        in_bytes: in_bytes as u64,
+        out_bytes: out_bytes as u64,
+        compile,
+        recompile,
+        timing,
+    })
+}
+
+/// Allocates the four buffers (kernel src and dst, memcpy src and dst, each page-aligned and
+/// written in full) and runs the interleaved measurement. The memcpy gets buffers of its own so
+/// that, in the steady state, each side finds its data exactly where its previous run left it.
+fn time_case(kernel: &CompiledOp, in_bytes: usize, out_bytes: usize, threads: usize, plan: Plan, memcpy: &Memcpy) -> Result<Timing, String> {
+    let dtype = kernel.input_type().dtype;
+    let src = AlignedBuf::with_pattern(in_bytes, dtype, 0)?;
+    let mut dst = AlignedBuf::with_pattern(out_bytes, dtype, 1)?;
+    let copy_src = AlignedBuf::with_pattern(out_bytes, dtype, 2)?;
+    let mut copy_dst = AlignedBuf::with_pattern(out_bytes, dtype, 3)?;
+    let run = |src: &[u8], dst: &mut [u8]| match threads {
+        1 => kernel.run(src, dst),
+        n => kernel.run_threaded(src, dst, n),
+    };
+    measure::measure(
+        plan,
+        || run(black_box(src.as_slice()), black_box(dst.as_mut_slice())).map_err(|e| e.to_string()),
+        || {
+            memcpy.copy(copy_src.as_slice(), copy_dst.as_mut_slice());
+            Ok(())
+        },
+    )
+}
+
+fn byte_size(ty: &TensorType) -> Result<usize, String> {
+    let bytes = ty.size_bytes().map_err(|e| e.to_string())?;
+    usize::try_from(bytes).map_err(|_| format!("{ty} does not fit in memory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_default_and_flag() {
+        assert_eq!(thread_count(Some(3)), Ok(3));
+        assert!(thread_count(Some(0)).is_err());
+    }
 }

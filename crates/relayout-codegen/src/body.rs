@@ -9,10 +9,6 @@ use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{DType, LoopAction};
 
-/// The innermost loop is unrolled this many times around a body that is a single move or a
-/// single vector add. Four was as fast as eight on the reference machine and keeps code small.
-const UNROLL: u64 = 4;
-
 pub(crate) struct Body {
     op: Op,
     bytes: u64,
@@ -51,16 +47,12 @@ impl Body {
         !matches!(self.op, Op::Move(Mover::Zero(_)))
     }
 
-    /// How many times to unroll the innermost loop around this body.
-    pub fn unroll(&self) -> u64 {
-        let small = match self.op {
+    /// Whether a run is a single move or vector add (at most 16 bytes, no call), which is
+    /// worth unrolling loops around.
+    pub fn is_small(&self) -> bool {
+        match self.op {
             Op::Move(_) => self.bytes <= 16,
             Op::Add(adder) => adder.is_small(self.bytes),
-        };
-        if small {
-            UNROLL
-        } else {
-            1
         }
     }
 

@@ -6,8 +6,8 @@
 //!   second one ending at the end of the run (the two overlap);
 //! - up to [`INLINE_MAX`]: 16-byte vectors, the last one again ending at the end of the run;
 //! - up to [`CALL_MIN`]: a loop moving 64 bytes (four vectors) per iteration, then the tail;
-//! - from [`CALL_MIN`] on: a call to `memcpy` (`memset` for fill), whose large-copy paths are
-//!   faster than anything expressible in CLIF (no non-temporal stores, 128-bit vectors only).
+//! - from [`CALL_MIN`] on: a call to `memcpy` (`memset` for fill), whose large-copy paths use
+//!   what CLIF cannot express (non-temporal stores, 256-bit vectors, `rep movsb`).
 //!
 //! Overlapping moves write some destination bytes twice with the same value, which is only
 //! correct because copy and fill never read the destination and the source and destination
@@ -22,9 +22,13 @@ use cranelift_frontend::FunctionBuilder;
 
 /// Longest run moved by straight-line vector moves.
 pub(crate) const INLINE_MAX: u64 = 128;
-/// Shortest run moved by a libc call. Measured on the project's reference machine: between
-/// 128 bytes and this length the inline vector loop beats the call overhead.
-pub(crate) const CALL_MIN: u64 = 512;
+/// Shortest run moved by a libc call. Measured on the reference machine (Zen 3) with the data
+/// in L2: the 64-byte vector loop ran at 0.96-0.98x memcpy's time for runs of 256 B to 64 KiB,
+/// a memcpy call per run at 1.01-1.03x (from DRAM, shared/notes/cranelift.md has both at
+/// 0.96-0.99x; this machine was too loaded to tell them apart). Calls are
+/// kept for runs long enough that their overhead vanishes and libc's large-copy paths (`rep
+/// movsb`, non-temporal stores for huge runs) can pay off.
+pub(crate) const CALL_MIN: u64 = 64 << 10;
 
 /// Bytes moved per iteration of the in-run vector loop.
 const LOOP_STEP: u64 = 64;
@@ -108,20 +112,9 @@ pub(crate) fn emit_run(
                 Ok(())
             },
         )?;
-        let done = iterations * LOOP_STEP;
-        for k in 0..(bytes - done) / 16 {
-            mover.piece(b, 16, src, dst, done + 16 * k);
-        }
-        if bytes % 16 != 0 {
-            mover.piece(b, 16, src, dst, bytes - 16);
-        }
+        vectors(b, mover, src, dst, iterations * LOOP_STEP, bytes);
     } else if bytes >= 16 {
-        for k in 0..bytes / 16 {
-            mover.piece(b, 16, src, dst, 16 * k);
-        }
-        if bytes % 16 != 0 {
-            mover.piece(b, 16, src, dst, bytes - 16);
-        }
+        vectors(b, mover, src, dst, 0, bytes);
     } else if bytes.is_power_of_two() {
         mover.piece(b, bytes, src, dst, 0);
     } else if bytes > 0 {
@@ -130,4 +123,17 @@ pub(crate) fn emit_run(
         mover.piece(b, size, src, dst, bytes - size);
     }
     Ok(())
+}
+
+/// Moves bytes `from..bytes` (with `bytes >= 16`) as 16-byte vectors, the last one ending at
+/// `bytes` and overlapping its predecessor when the length is not a multiple of 16.
+fn vectors(b: &mut FunctionBuilder, mover: Mover, src: Addr, dst: Addr, from: u64, bytes: u64) {
+    let whole = (bytes - from) / 16;
+    for k in 0..whole {
+        mover.piece(b, 16, src, dst, from + 16 * k);
+    }
+    let tail = (bytes - from) % 16;
+    if tail != 0 {
+        mover.piece(b, 16, src, dst, bytes - 16);
+    }
 }

@@ -13,7 +13,8 @@
 //!
 //! The generator does what Cranelift does not: loop state lives in block parameters (a
 //! down-counter and one pointer per operand that moves), so no index arithmetic is left in the
-//! loops; the innermost loop is unrolled when its body is a single move; contiguous runs are
+//! loops; small inner loops are unrolled completely and the innermost remaining loop is
+//! unrolled when each run is a single move (see `loops.rs`); contiguous runs are
 //! moved with 16-byte vectors (an overlapping last vector covers odd lengths), by a vector
 //! loop for medium runs and by a `memcpy`/`memset` call for long runs; `accumulate` adds 16
 //! bytes at a time with vector adds for every type but f16 and bf16, which call the

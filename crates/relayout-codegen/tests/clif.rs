@@ -37,7 +37,7 @@ fn clif_text_prints_every_statement() {
     );
     k.stmts.push(LoopStmt {
         action: LoopAction::Copy,
-        bytes: 4096,
+        bytes: 1 << 16,
         src_offset: 16,
         dst_offset: 0,
         loops: vec![],

@@ -3,7 +3,7 @@
 use crate::data::encode;
 use crate::error::{LoadError, LoadErrorKind};
 use relayout_ir::{DType, TensorType};
-use relayout_ops::{AttrValue, Attrs};
+use relayout_ops::{AttrValue, Attrs, Op, OpError};
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -36,6 +36,14 @@ pub enum Expected {
     },
     /// An invalid case: the op must be refused with this category (`not_divisible`, ...).
     Error(String),
+}
+
+impl Case {
+    /// The case's op, built from its name and attributes. An invalid case may already fail
+    /// here (an unknown `data_format` is `bad_data_format`).
+    pub fn op(&self) -> Result<Op, OpError> {
+        Op::from_attrs(&self.op_name, &self.attrs)
+    }
 }
 
 /// Reads and parses a case file.

@@ -22,7 +22,7 @@ fn cases() -> Vec<Case> {
 
 /// How one way of running an op fares on a case.
 fn check(case: &Case, run: impl Fn(&Op, &Case) -> Result<Vec<u8>, OpError>) -> Result<(), String> {
-    let result = Op::from_attrs(&case.op_name, &case.attrs).and_then(|op| run(&op, case));
+    let result = case.op().and_then(|op| run(&op, case));
     match (&case.expected, result) {
         (
             Expected::Output {

@@ -2,8 +2,11 @@
 //! number of bytes, and compile times. Not a test: timings depend on the machine.
 //!
 //! ```text
-//! cargo run --release -p relayout-jit --example measure [MiB]
+//! cargo run --release -p relayout-jit --example measure [SIZE [REPS]]
 //! ```
+//!
+//! SIZE is the bytes each kernel writes, with a `k` or `m` suffix (default `64m`); a size
+//! that fits in L2 (`256k`) shows the cost of the code rather than of the memory.
 //!
 //! Ratios are kernel time / memcpy time (lower is better; 1.0 is memory speed). Buffers are
 //! 64-byte aligned: glibc's memcpy is much slower on misaligned pairs, which would flatter
@@ -33,19 +36,6 @@ impl Aligned {
     fn get_mut(&mut self) -> &mut [u8] {
         &mut self.buf[self.at..self.at + self.len]
     }
-}
-
-/// The fastest of `reps` runs of `f` (after one warm-up run).
-fn best(reps: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
 }
 
 fn stmt(bytes: u64, loops: Vec<Loop>) -> LoopStmt {
@@ -107,27 +97,15 @@ fn interleave(total: u64, run: u64) -> LoopKernel {
 }
 
 fn main() {
-    let mib: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(64);
-    let total = mib << 20;
-    let reps = 7;
+    let args: Vec<String> = std::env::args().collect();
+    let total = args.get(1).and_then(|a| parse_size(a)).unwrap_or(64 << 20);
+    let reps: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(15);
     let src = Aligned::new(total as usize, 1);
     let mut dst = Aligned::new(total as usize, 2);
-    let memcpy = best(reps, || {
-        let (s, d) = (src.get(), dst.get_mut());
-        d.copy_from_slice(black_box(s));
-    });
-    println!(
-        "memcpy of {mib} MiB: {:.2} ms ({:.1} GB/s)",
-        memcpy.as_secs_f64() * 1e3,
-        total as f64 / memcpy.as_secs_f64() / 1e9
-    );
 
     let side = ((total / 4) as f64).sqrt() as u64;
     let mut kernels: Vec<LoopKernel> = [
-        4u64, 8, 16, 32, 64, 128, 192, 256, 384, 512, 1024, 4096, 65536,
+        4u64, 8, 16, 32, 64, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
     ]
     .iter()
     .map(|&run| rows(total, run))
@@ -142,8 +120,12 @@ fn main() {
     kernels.push(transpose(side));
 
     println!(
-        "{:<16} {:>10} {:>10} {:>10} {:>12}",
-        "kernel", "1 thread", "2 threads", "compile", "bytes moved"
+        "{} KiB per kernel; ratio = kernel time / memcpy time of the same bytes, best of {reps}",
+        total >> 10
+    );
+    println!(
+        "{:<14} {:>8} {:>9} {:>10} {:>11}",
+        "kernel", "1 thread", "2 threads", "memcpy us", "compile us"
     );
     for k in &kernels {
         let bytes = k.dst.size_bytes().unwrap_or(0) as usize;
@@ -157,22 +139,24 @@ fn main() {
         };
         let compile = t.elapsed();
         let (s, d) = (&src.get()[..bytes], &mut dst.get_mut()[..bytes]);
-        let one = best(reps, || compiled.run(s, d).expect("run"));
-        let two = best(reps, || compiled.run_threaded(s, d, 2).expect("run"));
-        // Compare with a memcpy of the same number of bytes.
-        let scale = bytes as f64 / total as f64;
-        let reference = memcpy.as_secs_f64() * scale;
+        // Alternate the kernel and the reference, so that both see the same machine load.
+        let (mut one, mut two, mut memcpy) = (Duration::MAX, Duration::MAX, Duration::MAX);
+        for _ in 0..reps {
+            one = one.min(time(|| compiled.run(s, d).expect("run")));
+            two = two.min(time(|| compiled.run_threaded(s, d, 2).expect("run")));
+            memcpy = memcpy.min(time(|| d.copy_from_slice(black_box(s))));
+        }
         println!(
-            "{:<16} {:>10.3} {:>10.3} {:>8.0}us {:>12}",
+            "{:<14} {:>8.3} {:>9.3} {:>10.2} {:>11.0}",
             k.name,
-            one.as_secs_f64() / reference,
-            two.as_secs_f64() / reference,
+            one.as_secs_f64() / memcpy.as_secs_f64(),
+            two.as_secs_f64() / memcpy.as_secs_f64(),
+            memcpy.as_secs_f64() * 1e6,
             compile.as_secs_f64() * 1e6,
-            bytes
         );
     }
 
-    // Compile time of a typical kernel once the process is warm: a 4-deep nest.
+    // Compile time of typical kernels once the process is warm.
     let nest = LoopKernel {
         name: "nest".into(),
         src: TensorType::new(DType::F32, [8, 8, 8, 8]),
@@ -187,13 +171,33 @@ fn main() {
             ],
         )],
     };
-    let n = 200;
-    let t = Instant::now();
-    for _ in 0..n {
-        black_box(CompiledKernel::compile(&nest).expect("compile"));
+    for k in [&nest, &transpose(64), &rows(1 << 20, 4096)] {
+        let mut times: Vec<Duration> = (0..101)
+            .map(|_| time(|| drop(black_box(CompiledKernel::compile(k).expect("compile")))))
+            .collect();
+        times.sort();
+        println!(
+            "compile + drop of @{}, warm: median {:.0} us, best {:.0} us",
+            k.name,
+            times[times.len() / 2].as_secs_f64() * 1e6,
+            times[0].as_secs_f64() * 1e6
+        );
     }
-    println!(
-        "compile + drop of a 4-deep nest, warm: {:.0} us per kernel",
-        t.elapsed().as_secs_f64() * 1e6 / n as f64
-    );
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+/// `64m`, `256k` or a plain number of bytes.
+fn parse_size(arg: &str) -> Option<u64> {
+    let arg = arg.to_ascii_lowercase();
+    let (digits, shift) = match arg.as_bytes().last()? {
+        b'k' => (&arg[..arg.len() - 1], 10),
+        b'm' => (&arg[..arg.len() - 1], 20),
+        _ => (&arg[..], 0),
+    };
+    digits.parse::<u64>().ok().map(|n| n << shift)
 }

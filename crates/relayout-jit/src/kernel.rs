@@ -6,9 +6,14 @@ use relayout_ir::LoopKernel;
 
 /// A loop kernel compiled to machine code for this machine.
 ///
-/// It is `Send` and `Sync`: the machine code has no state, so any number of threads may run
-/// the kernel at once (each with its own buffers), and dropping it (which frees the code)
-/// waits for no one, since every run borrows it.
+/// It is `Send` and `Sync`, and this is sound without an `unsafe impl`: the function pointers
+/// are plain `unsafe extern "C" fn` values, which are `Send + Sync`; the machine code behind
+/// them has no state of its own (it reads `src`, writes `dst`, and calls only the stateless
+/// f16/bf16 helpers and libc's `memcpy`/`memset`), so any number of threads may run one kernel
+/// at once, each with its own buffers; and the JIT module, which is `Send` but not `Sync`, sits
+/// behind a mutex that is never locked because nothing but `Drop` touches it after
+/// compilation. Dropping the kernel frees its code, which no run can outlive, since every run
+/// borrows the kernel.
 pub struct CompiledKernel {
     code: JitCode,
 }

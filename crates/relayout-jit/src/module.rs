@@ -1,6 +1,6 @@
 //! The JIT module that holds one kernel's machine code, and every `unsafe` block of relayout.
 //!
-//! # Why calling the generated code is sound
+//! # Safety
 //!
 //! A statement function reads `[src, src + src_len)` and writes `[dst, dst + dst_len)` and
 //! nothing else, when four things hold, each established here before any call:
@@ -317,7 +317,7 @@ mod tests {
         assert!(!outer_iterations_disjoint(&stmt(4, &[(10, 0)])));
         assert!(!outer_iterations_disjoint(&stmt(4, &[])));
         // A transpose: rows of the destination are columns of the source.
-        assert!(outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 32)])) == false);
+        assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 32)])));
         assert!(outer_iterations_disjoint(&stmt(4, &[(8, 32), (8, 4)])));
         assert!(outer_iterations_disjoint(&stmt(4, &[(8, -32), (8, -4)])));
         assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 31), (8, 4)])));

@@ -137,12 +137,11 @@ fn compiled_kernels_are_send_and_sync() {
 }
 
 #[test]
-fn dropping_kernels_frees_their_code() {
-    // Each kernel maps at least a page of code; leaking them would show as a steady climb
-    // (and, over enough kernels, exhaust the address space). Here we only check that
-    // compile/drop cycles work and that a kernel survives the drop of others.
+fn kernels_survive_the_drop_of_others() {
+    // Every kernel has its own module; freeing one must not touch another (tests/memory.rs
+    // checks that the memory is returned).
     let keep = CompiledKernel::compile(&reverse(DType::U8, 3)).unwrap();
-    for n in 1..300 {
+    for n in 1..50 {
         let k = CompiledKernel::compile(&reverse(DType::U8, n)).unwrap();
         let mut dst = vec![0u8; n as usize];
         k.run(&vec![7u8; n as usize], &mut dst).unwrap();

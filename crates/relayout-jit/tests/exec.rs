@@ -88,7 +88,9 @@ fn check(k: &LoopKernel) {
 
 /// Run lengths: every length up to 300, and around the vector-loop and libc-call thresholds.
 fn run_lengths() -> impl Iterator<Item = u64> {
-    (1..=300).chain([383, 384, 385, 511, 512, 513, 1000, 4096, 4099])
+    (1..=300).chain([
+        383, 384, 385, 511, 512, 513, 1000, 4096, 4099, 65535, 65536, 65537, 70001,
+    ])
 }
 
 #[test]
@@ -520,6 +522,45 @@ fn accumulate_nan_payloads_like_the_interpreter() {
                 )],
             );
             check_with(&k, &src, &dst);
+        }
+    }
+}
+
+#[test]
+fn small_inner_loops_fold_into_the_body() {
+    // Inner loops of 2..=4 iterations around small runs are unrolled completely, and the
+    // outer loop then by the remaining factor: DepthToSpace-like interleaves of every depth.
+    for outer in 1..10u64 {
+        for inner in [
+            vec![2u64],
+            vec![3],
+            vec![4],
+            vec![2, 2],
+            vec![3, 2],
+            vec![2, 2, 2],
+            vec![9],
+        ] {
+            for run in [1u64, 4, 16] {
+                let points: u64 = inner.iter().product();
+                // Destination: the inner loops are contiguous; source: planes of the outer loop.
+                let mut loops = vec![lp(outer, run as i64, (points * run) as i64)];
+                let mut dst_stride = (points * run) as i64;
+                let plane = (outer * run) as i64;
+                let mut src_stride = plane;
+                for &e in &inner {
+                    dst_stride /= e as i64;
+                    loops.push(lp(e, src_stride, dst_stride));
+                    src_stride *= e as i64;
+                }
+                let len = outer * points * run;
+                let k = kernel(
+                    DType::U8,
+                    len,
+                    len,
+                    vec![stmt(LoopAction::Copy, run, 0, 0, loops)],
+                );
+                check(&k);
+            }
         }
     }
 }

@@ -123,12 +123,12 @@ pub(crate) fn plan_col2im(a: &Col2ImAttrs, ty: &TensorType) -> Result<Col2ImPlan
         // A dilated kernel too large for u64 is certainly larger than the padded image.
         let kernel = dilations[i]
             .checked_mul(block[i] - 1)
-            .and_then(|v| v.checked_add(1))
-            .filter(|&k| k <= padded);
-        let Some(kernel) = kernel else {
+            .and_then(|v| v.checked_add(1));
+        let Some(kernel) = kernel.filter(|&k| k <= padded) else {
+            let size = kernel.map_or("more than 2^64".to_string(), |k| k.to_string());
             return bad_attrs(format!(
                 "dilated kernel dilations[{i}] * (block_shape[{i}] - 1) + 1 = {} * ({} - 1) + 1 \
-                 is larger than the padded image dim {i} = {} + {} + {} = {padded}",
+                 = {size} is larger than the padded image dim {i} = {} + {} + {} = {padded}",
                 dilations[i], block[i], pad_begin[i], image[i], pad_end[i]
             ));
         };

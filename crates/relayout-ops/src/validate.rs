@@ -28,9 +28,15 @@ pub(crate) fn check_tensor(op: &str, role: &str, ty: &TensorType) -> Result<(), 
             format!("{op}: {role} {ty} has dim {i} of size {d}, above 2^63 - 1"),
         );
     }
-    ty.size_bytes()
-        .map(|_| ())
-        .map_err(|e| OpError::new(ErrorCategory::SizeOverflow, format!("{op}: {role} {e}")))
+    ty.size_bytes().map(|_| ()).map_err(|e| {
+        OpError::new(
+            ErrorCategory::SizeOverflow,
+            format!(
+                "{op}: {role} {ty} is too large: its {} overflows 2^63 - 1",
+                e.what
+            ),
+        )
+    })
 }
 
 /// Rejects an input whose rank is not exactly `want`; `layout` says why that rank (`NHWC`).

@@ -1,0 +1,350 @@
+//! What a compiled kernel does to the bytes, in the terms a graph optimizer decides with: is it
+//! a view (nothing moves), a slice or a pad of one contiguous block, a transpose, or a general
+//! gather?
+//!
+//! The answer is read from the final loop IR ([`LoopKernel`], `stages().loops`), after the
+//! passes have coalesced the loops, because that is where two ops that describe the same data
+//! movement look the same. It is exact where it answers one of the specific variants: each of
+//! them is proven from the strides and offsets, never guessed from the op's name. When the
+//! proof does not go through, the answer is the conservative [`Movement::Gather`].
+
+use crate::CompiledOp;
+use relayout_ir::{LoopAction, LoopKernel, LoopStmt};
+
+/// What a kernel does with the bytes of its input.
+///
+/// Offsets and sizes are in bytes; shapes count elements. Every variant but
+/// [`Gather`](Movement::Gather) describes the whole output exactly.
+///
+/// ```
+/// use relayout::{compile, ir::{DType, TensorType}, DataFormat, Movement, Op};
+///
+/// // SpaceToDepth on the 4x4 image of TensorFlow's documentation is a transpose of the
+/// // axes (h, by, w, bx) into (h, w, by, bx).
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let s2d = compile(&op, &TensorType::new(DType::F32, [1, 4, 4, 1])).unwrap();
+/// assert_eq!(
+///     s2d.movement(),
+///     Movement::Permutation { shape: vec![2, 2, 2, 2], perm: vec![0, 2, 1, 3] }
+/// );
+///
+/// // SpaceToBatchND with blocks of 1 and no padding moves nothing: replace it by a view.
+/// let op = Op::SpaceToBatchNd { block_shape: vec![1, 1], paddings: vec![vec![0, 0]; 2] };
+/// let s2b = compile(&op, &TensorType::new(DType::F32, [2, 3, 4, 5])).unwrap();
+/// assert_eq!(s2b.movement(), Movement::NoMovement);
+/// assert_eq!(s2b.bytes_moved(), 2 * 480);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Movement {
+    /// The output bytes are the input bytes in the same order: a reshape, which a graph can
+    /// replace by a view of the input.
+    ///
+    /// Example: DepthToSpace with block 2 on `[N, 1, 1, 4C]` NHWC, or SpaceToBatchND with
+    /// blocks of 1 and no padding.
+    NoMovement,
+    /// The output is zero except for `output[dst_offset..dst_offset + bytes]`, which is
+    /// `input[src_offset..src_offset + bytes]`. When `dst_offset` is 0 and `bytes` is the
+    /// output's size, this is a slice of the input (a view with an offset); otherwise it is
+    /// a slice padded with zeros on either side.
+    ///
+    /// Example: BatchToSpaceND with block `[1]` and crops `[[1, 1]]` on `[1, 4, 3, 2]` f32
+    /// keeps rows 1 and 2: `ContiguousCopy { src_offset: 24, dst_offset: 0, bytes: 48 }`.
+    ContiguousCopy {
+        src_offset: u64,
+        dst_offset: u64,
+        bytes: u64,
+    },
+    /// A transpose, described as numpy would write it:
+    /// `output = input.reshape(shape).transpose(perm).reshape(output_shape)`. Axes that move
+    /// together are merged, so `shape` has as few axes as the transpose needs (at least two,
+    /// and `perm` is never the identity).
+    ///
+    /// Example: DepthToSpace DCR with block 2 on `[1, 8, 1, 1]` NCHW (channels `(by, bx, c)`)
+    /// is `Permutation { shape: [4, 2], perm: [1, 0] }`.
+    Permutation { shape: Vec<u64>, perm: Vec<usize> },
+    /// Anything else: padding inside the tensor, crops of non-contiguous blocks, Col2Im's
+    /// scatter-add, an output of zeros only. `statements` counts the loop statements of the
+    /// kernel, `fills` those of them that write zeros, and `bytes_moved` is
+    /// [`bytes_moved`](fn@bytes_moved).
+    ///
+    /// Example: SpaceToBatchND with block `[2, 2]` and paddings `[[1, 2], [1, 2]]`.
+    Gather {
+        statements: usize,
+        fills: usize,
+        bytes_moved: u64,
+    },
+}
+
+impl CompiledOp {
+    /// What this op does with the bytes of its input; see [`Movement`].
+    pub fn movement(&self) -> Movement {
+        movement(&self.stages().loops)
+    }
+
+    /// Bytes read plus bytes written by one run of the kernel; see [`bytes_moved`](fn@bytes_moved).
+    pub fn bytes_moved(&self) -> u64 {
+        bytes_moved(&self.stages().loops)
+    }
+}
+
+/// Bytes read plus bytes written by one run of `kernel`: a copy reads and writes its run, a
+/// fill writes it, and an accumulate reads its source run and reads and writes its destination
+/// run. Saturates at `u64::MAX`.
+pub fn bytes_moved(kernel: &LoopKernel) -> u64 {
+    kernel.stmts.iter().fold(0u64, |acc, s| {
+        let touches = match s.action {
+            LoopAction::Copy => 2,
+            LoopAction::Fill => 1,
+            LoopAction::Accumulate => 3,
+        };
+        let run = s.trip_count().saturating_mul(s.bytes);
+        acc.saturating_add(run.saturating_mul(touches))
+    })
+}
+
+/// What `kernel` does with the bytes of its input; see [`Movement`].
+pub fn movement(kernel: &LoopKernel) -> Movement {
+    let gather = || Movement::Gather {
+        statements: kernel.stmts.len(),
+        fills: kernel
+            .stmts
+            .iter()
+            .filter(|s| s.action == LoopAction::Fill)
+            .count(),
+        bytes_moved: bytes_moved(kernel),
+    };
+    let (Ok(src_size), Ok(dst_size)) = (kernel.src.size_bytes(), kernel.dst.size_bytes()) else {
+        return gather();
+    };
+    if dst_size == 0 {
+        return if src_size == 0 {
+            Movement::NoMovement
+        } else {
+            Movement::ContiguousCopy {
+                src_offset: 0,
+                dst_offset: 0,
+                bytes: 0,
+            }
+        };
+    }
+    // Statements without points do nothing, whatever their strides.
+    let live: Vec<(usize, &LoopStmt)> = kernel
+        .stmts
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.trip_count() > 0)
+        .collect();
+    // Accumulating onto zeros is not a copy bit for bit (-0.0 + 0.0 is +0.0), so a scatter-add
+    // is never reported as anything but a gather.
+    if live.iter().any(|(_, s)| s.action == LoopAction::Accumulate) {
+        return gather();
+    }
+    let copies: Vec<(usize, &LoopStmt)> = live
+        .iter()
+        .copied()
+        .filter(|(_, s)| s.action == LoopAction::Copy)
+        .collect();
+    let [(copy_index, copy)] = copies[..] else {
+        return gather();
+    };
+    let elem = kernel.dtype().size();
+    let fills = live.iter().filter(|(_, s)| s.action == LoopAction::Fill);
+    if let Some(m) = contiguous(copy_index, copy, fills, elem, src_size, dst_size) {
+        return m;
+    }
+    if live.len() == 1 {
+        if let Some(m) = permutation(copy, elem, src_size, dst_size) {
+            return m;
+        }
+    }
+    gather()
+}
+
+/// One axis of a loop statement in elements' terms: `extent` steps of `src` and `dst` bytes.
+/// The contiguous run of a statement is an axis too, of stride one element on both sides.
+#[derive(Clone, Copy, Debug)]
+struct Axis {
+    extent: u64,
+    src: i64,
+    dst: i64,
+}
+
+/// The axes of `stmt` that have more than one point (the others do not move anything).
+fn axes(stmt: &LoopStmt, elem: u64) -> Vec<Axis> {
+    let mut axes: Vec<Axis> = stmt
+        .loops
+        .iter()
+        .filter(|l| l.extent > 1)
+        .map(|l| Axis {
+            extent: l.extent,
+            src: l.src_stride,
+            dst: l.dst_stride,
+        })
+        .collect();
+    if stmt.bytes > elem {
+        if let Ok(e) = i64::try_from(elem) {
+            axes.push(Axis {
+                extent: stmt.bytes / elem,
+                src: e,
+                dst: e,
+            });
+        }
+    }
+    axes
+}
+
+/// When the points of `axes` visit, through `stride`, every element of one contiguous block
+/// exactly once, the order of the axes from the largest stride to the smallest and the size of
+/// the block in bytes. This is the row-major layout of some shape: the smallest stride is one
+/// element and every other is the next smaller stride times its extent.
+fn dense(axes: &[Axis], stride: impl Fn(&Axis) -> i64, elem: u64) -> Option<(Vec<usize>, u64)> {
+    let mut order: Vec<usize> = (0..axes.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(stride(&axes[i])));
+    let mut span = elem;
+    for &i in order.iter().rev() {
+        if u64::try_from(stride(&axes[i])).ok()? != span {
+            return None;
+        }
+        span = span.checked_mul(axes[i].extent)?;
+    }
+    Some((order, span))
+}
+
+/// The half-open byte range `[lo, hi)` of the destination that `stmt` writes, when it writes
+/// one contiguous block.
+fn dst_block(stmt: &LoopStmt, elem: u64) -> Option<(u64, u64)> {
+    let (_, span) = dense(&axes(stmt, elem), |a| a.dst, elem)?;
+    let lo = u64::try_from(stmt.dst_offset).ok()?;
+    Some((lo, lo.checked_add(span)?))
+}
+
+/// [`Movement::NoMovement`] or [`Movement::ContiguousCopy`], when the one copy moves a
+/// contiguous block in order and the fills zero everything else. A fill that overlaps the
+/// copied block must come before the copy, so that the copy has the last word there.
+fn contiguous<'a>(
+    copy_index: usize,
+    copy: &LoopStmt,
+    fills: impl Iterator<Item = &'a (usize, &'a LoopStmt)>,
+    elem: u64,
+    src_size: u64,
+    dst_size: u64,
+) -> Option<Movement> {
+    let axes = axes(copy, elem);
+    // Equal strides on both sides: the copy keeps the order of the bytes.
+    if axes.iter().any(|a| a.src != a.dst) {
+        return None;
+    }
+    let (lo, hi) = dst_block(copy, elem)?;
+    let src_offset = u64::try_from(copy.src_offset).ok()?;
+    let mut covered = vec![(lo, hi)];
+    for &(index, fill) in fills {
+        let (f_lo, f_hi) = dst_block(fill, elem)?;
+        if index > copy_index && f_lo < hi && lo < f_hi {
+            return None;
+        }
+        covered.push((f_lo, f_hi));
+    }
+    if !covers(&mut covered, dst_size) {
+        return None;
+    }
+    if lo == 0 && hi == dst_size && src_offset == 0 && src_size == dst_size {
+        return Some(Movement::NoMovement);
+    }
+    Some(Movement::ContiguousCopy {
+        src_offset,
+        dst_offset: lo,
+        bytes: hi - lo,
+    })
+}
+
+/// Whether the union of the half-open ranges holds all of `[0, size)`.
+fn covers(ranges: &mut [(u64, u64)], size: u64) -> bool {
+    ranges.sort_unstable();
+    let mut reached = 0u64;
+    for &(lo, hi) in ranges.iter() {
+        if lo > reached {
+            return false;
+        }
+        reached = reached.max(hi);
+    }
+    reached >= size
+}
+
+/// [`Movement::Permutation`] (or [`Movement::NoMovement`] when the axes turn out to be in
+/// order), when the one copy reads every input element once and writes every output element
+/// once, each side in the row-major layout of its axes.
+fn permutation(copy: &LoopStmt, elem: u64, src_size: u64, dst_size: u64) -> Option<Movement> {
+    if copy.src_offset != 0 || copy.dst_offset != 0 {
+        return None;
+    }
+    let axes = axes(copy, elem);
+    let (src_order, src_span) = dense(&axes, |a| a.src, elem)?;
+    let (dst_order, dst_span) = dense(&axes, |a| a.dst, elem)?;
+    if src_span != src_size || dst_span != dst_size {
+        return None;
+    }
+    // Input axis i (in the row-major order of the input) is axes[src_order[i]]; output axis j
+    // is axes[dst_order[j]], which is input axis perm[j].
+    let mut position = vec![0usize; axes.len()];
+    for (i, &a) in src_order.iter().enumerate() {
+        position[a] = i;
+    }
+    let shape: Vec<u64> = src_order.iter().map(|&a| axes[a].extent).collect();
+    let perm: Vec<usize> = dst_order.iter().map(|&a| position[a]).collect();
+    let (shape, perm) = merge_axes(&shape, &perm);
+    if perm.len() <= 1 {
+        return Some(Movement::NoMovement);
+    }
+    Some(Movement::Permutation { shape, perm })
+}
+
+/// Merges input axes that stay next to each other, in the same order, in the output: the
+/// smallest description of the same transpose.
+fn merge_axes(shape: &[u64], perm: &[usize]) -> (Vec<u64>, Vec<usize>) {
+    // Groups of output axes whose input axes are consecutive: each becomes one axis.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &p in perm {
+        match groups.last_mut() {
+            Some(g) if g.last() == Some(&(p.wrapping_sub(1))) && p > 0 => g.push(p),
+            _ => groups.push(vec![p]),
+        }
+    }
+    let mut by_input: Vec<usize> = (0..groups.len()).collect();
+    by_input.sort_by_key(|&g| groups[g][0]);
+    let new_shape = by_input
+        .iter()
+        .map(|&g| groups[g].iter().map(|&a| shape[a]).product())
+        .collect();
+    let mut new_perm = vec![0usize; groups.len()];
+    for (i, &g) in by_input.iter().enumerate() {
+        new_perm[g] = i;
+    }
+    (new_shape, new_perm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_axes_that_move_together() {
+        // (a, b, c) -> (c, a, b): a and b stay together.
+        assert_eq!(
+            merge_axes(&[2, 3, 4], &[2, 0, 1]),
+            (vec![6, 4], vec![1, 0])
+        );
+        assert_eq!(merge_axes(&[2, 3], &[0, 1]), (vec![6], vec![0]));
+        assert_eq!(
+            merge_axes(&[2, 2, 2, 2], &[0, 2, 1, 3]),
+            (vec![2, 2, 2, 2], vec![0, 2, 1, 3])
+        );
+    }
+
+    #[test]
+    fn coverage() {
+        assert!(covers(&mut [(4, 8), (0, 4)], 8));
+        assert!(!covers(&mut [(5, 8), (0, 4)], 8));
+        assert!(!covers(&mut [(0, 4)], 8));
+    }
+}

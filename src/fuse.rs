@@ -1,0 +1,384 @@
+//! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
+//!
+//! Every op but Col2Im lowers to a *gather* over its output: an optional zero fill of the
+//! whole output, then one copy `dst[d] = src[f(d)]`, guarded by `lo <= c(d) < hi` where the
+//! source index falls into padding. Gathers compose: if B reads A's output at `g(e)`, then B
+//! after A reads the input at `f(g(e))`, wherever B's guard holds and A's guard holds at
+//! `g(e)`. Everywhere else the chain produces a zero (B's padding, or A's padding read by B),
+//! so a fill of the whole output first covers it. The composed kernel is one statement pair
+//! whatever the chain's length, and the normal pipeline simplifies it: DepthToSpace then
+//! SpaceToDepth with the same block becomes a single `copy` of the whole tensor.
+//!
+//! Col2Im is a scatter-add (overlapping blocks are summed), which has no gather form, so it
+//! cannot be fused.
+
+use crate::analysis::{self, Movement};
+use crate::{Element, Error, ErrorCategory, Op, OpError, Stages};
+use relayout_ir::{Action, AffineExpr, Constraint, Kernel, Stmt, TensorType, VerifyError};
+use relayout_jit::CompiledKernel;
+
+/// Why a chain could not be fused.
+#[derive(Debug, thiserror::Error)]
+pub enum FuseError {
+    /// The chain has no op.
+    #[error("cannot fuse an empty chain of ops: give at least one")]
+    EmptyChain,
+    /// The op at `index` is invalid for the type the chain gives it.
+    #[error("op {index} of the chain ({op}) is invalid for its input {input}: {source}")]
+    Op {
+        index: usize,
+        op: &'static str,
+        input: TensorType,
+        source: OpError,
+    },
+    /// The op at `index` does not lower to a gather (Col2Im), so its map cannot be composed.
+    #[error("op {index} of the chain ({op}) cannot be fused: {reason}")]
+    NotFusable {
+        index: usize,
+        op: &'static str,
+        reason: String,
+    },
+    /// The composed kernel fails verification: a bug in the composition, never in the input.
+    #[error("the fused kernel fails verification:\n{0}")]
+    Verify(VerifyError),
+    /// Simplifying or compiling the fused kernel failed.
+    #[error(transparent)]
+    Compile(#[from] Error),
+}
+
+impl FuseError {
+    /// The conformance category of an invalid op in the chain (`not_divisible`, ...), or
+    /// `None` for the other errors.
+    pub fn category(&self) -> Option<&'static str> {
+        match self {
+            FuseError::Op { source, .. } => Some(source.category()),
+            FuseError::Compile(e) => e.category(),
+            _ => None,
+        }
+    }
+}
+
+/// A fused chain of ops (or any index-map kernel) compiled for one input type: run it as often
+/// as you like, from any thread. The counterpart of [`CompiledOp`](crate::CompiledOp) for
+/// kernels that are not one op.
+pub struct FusedOp {
+    ops: Vec<Op>,
+    stages: Stages,
+    kernel: CompiledKernel,
+}
+
+/// Composes `ops`, applied one after another to a tensor of type `input`, into one index-map
+/// kernel, without simplifying it: the `lowered` stage of [`compile_chain`].
+///
+/// Each op is validated against the type the previous op produces.
+pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
+    if ops.is_empty() {
+        return Err(FuseError::EmptyChain);
+    }
+    let mut ty = input.clone();
+    let mut chain: Option<Gather> = None;
+    for (index, op) in ops.iter().enumerate() {
+        if matches!(op, Op::Col2Im { .. }) {
+            return Err(FuseError::NotFusable {
+                index,
+                op: op.name(),
+                reason: "Col2Im is a scatter-add (overlapping blocks are summed), which has no \
+                         gather map to compose"
+                    .into(),
+            });
+        }
+        let kernel = op.lower(&ty).map_err(|source| FuseError::Op {
+            index,
+            op: op.name(),
+            input: ty.clone(),
+            source,
+        })?;
+        let step = Gather::of(&kernel).map_err(|reason| FuseError::NotFusable {
+            index,
+            op: op.name(),
+            reason,
+        })?;
+        chain = Some(match chain {
+            None => step,
+            Some(before) => before.then(step),
+        });
+        ty = kernel.dst;
+    }
+    let name = ops
+        .iter()
+        .map(|op| op.kernel_name())
+        .collect::<Vec<_>>()
+        .join("_then_");
+    let kernel = chain
+        .unwrap_or_else(|| Gather::zeros(false))
+        .into_kernel(name, input, &ty);
+    relayout_ir::verify_kernel(&kernel).map_err(FuseError::Verify)?;
+    Ok(kernel)
+}
+
+/// Fuses `ops`, applied one after another to a tensor of type `input`, into one kernel and
+/// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
+///
+/// Every op but Col2Im can be fused; see the [module documentation](self).
+///
+/// ```
+/// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
+///
+/// // DepthToSpace then SpaceToDepth with the same block is the identity: fused, nothing moves.
+/// let d2s = Op::DepthToSpace {
+///     block_size: 2,
+///     data_format: DataFormat::Nhwc,
+///     mode: DepthToSpaceMode::Dcr,
+/// };
+/// let s2d = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let input = TensorType::new(DType::F32, [1, 2, 3, 8]);
+/// let fused = compile_chain(&[d2s, s2d], &input).unwrap();
+/// assert_eq!(fused.output_type(), &input);
+/// assert_eq!(fused.movement(), Movement::NoMovement);
+///
+/// let src: Vec<f32> = (0..48).map(|i| i as f32).collect();
+/// let mut dst = vec![0.0f32; 48];
+/// fused.run_typed(&src, &mut dst).unwrap();
+/// assert_eq!(dst, src);
+///
+/// // Col2Im sums overlapping blocks: it has no gather map to compose.
+/// let col2im = Op::Col2Im {
+///     image_shape: vec![3, 3],
+///     block_shape: vec![2, 2],
+///     dilations: vec![1, 1],
+///     pads: vec![0, 0, 0, 0],
+///     strides: vec![1, 1],
+/// };
+/// let err = compile_chain(&[col2im], &TensorType::new(DType::F32, [1, 4, 4])).err().unwrap();
+/// assert!(err.to_string().contains("scatter-add"));
+/// ```
+pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseError> {
+    let kernel = fuse_chain(ops, input)?;
+    let mut fused = compile_kernel(kernel)?;
+    fused.ops = ops.to_vec();
+    Ok(fused)
+}
+
+/// Simplifies, verifies and JIT-compiles any index-map kernel with the default pipeline, as
+/// [`compile`](crate::compile) does for one op. The result's [`FusedOp::ops`] is empty.
+pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
+    let optimized = relayout_passes::optimize_index(&kernel)?;
+    let loops = relayout_passes::lower_to_loops(&kernel)?;
+    let compiled = CompiledKernel::compile(&loops)?;
+    Ok(FusedOp {
+        ops: Vec::new(),
+        stages: Stages {
+            lowered: kernel,
+            optimized,
+            loops,
+        },
+        kernel: compiled,
+    })
+}
+
+impl FusedOp {
+    /// The ops of the chain, in the order they apply (empty for [`compile_kernel`]).
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    pub fn input_type(&self) -> &TensorType {
+        &self.stages.lowered.src
+    }
+
+    pub fn output_type(&self) -> &TensorType {
+        &self.stages.lowered.dst
+    }
+
+    /// The IR of every stage: `lowered` is the composed kernel before any pass.
+    pub fn stages(&self) -> &Stages {
+        &self.stages
+    }
+
+    /// What the fused kernel does with the bytes of its input; see [`Movement`].
+    pub fn movement(&self) -> Movement {
+        analysis::movement(&self.stages.loops)
+    }
+
+    /// Bytes read plus bytes written by one run; see [`analysis::bytes_moved`].
+    pub fn bytes_moved(&self) -> u64 {
+        analysis::bytes_moved(&self.stages.loops)
+    }
+
+    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
+    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
+        Ok(self.kernel.run(src, dst)?)
+    }
+
+    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
+    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
+        Ok(self.kernel.run_threaded(src, dst, threads)?)
+    }
+
+    /// Runs the kernel on element slices; the element type must have the kernel's element size.
+    pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
+        Ok(self.kernel.run_typed(src, dst)?)
+    }
+
+    /// Runs the kernel into a new buffer.
+    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
+        let ty = self.output_type();
+        let len = ty
+            .size_bytes()
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                OpError::new(
+                    ErrorCategory::SizeOverflow,
+                    format!("{ty} does not fit in memory"),
+                )
+            })?;
+        let mut dst = vec![0u8; len];
+        self.run(src, &mut dst)?;
+        Ok(dst)
+    }
+}
+
+impl std::fmt::Debug for FusedOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FusedOp")
+            .field("ops", &self.ops)
+            .field("kernel", &self.stages.lowered)
+            .finish()
+    }
+}
+
+/// A kernel in gather form over its output box: whether it zero-fills the whole output
+/// first, and the one copy that follows (`None` when the output is all zeros or empty).
+struct Gather {
+    fill: bool,
+    copy: Option<GuardedMap>,
+}
+
+/// `dst[d] = src[src(d)]` at every point `d` of the output where every constraint holds.
+struct GuardedMap {
+    guard: Vec<Constraint>,
+    src: Vec<AffineExpr>,
+}
+
+impl Gather {
+    fn zeros(fill: bool) -> Gather {
+        Gather { fill, copy: None }
+    }
+
+    /// Reads a lowered op in gather form, or says which part of the form it breaks.
+    fn of(kernel: &Kernel) -> Result<Gather, String> {
+        let mut out = Gather::zeros(false);
+        for (i, stmt) in kernel.stmts.iter().enumerate() {
+            if !over_output(stmt, &kernel.dst) {
+                return Err(format!(
+                    "statement {i} does not range over the output with an identity \
+                     destination map: {stmt}"
+                ));
+            }
+            match &stmt.action {
+                Action::Fill if stmt.guard.is_empty() && out.copy.is_none() => out.fill = true,
+                Action::Copy { src } if out.copy.is_none() => {
+                    if !stmt.guard.is_empty() && !out.fill {
+                        return Err(format!(
+                            "statement {i} is a guarded copy with no fill before it, so some \
+                             output bytes are never written: {stmt}"
+                        ));
+                    }
+                    out.copy = Some(GuardedMap {
+                        guard: stmt.guard.clone(),
+                        src: src.clone(),
+                    });
+                }
+                _ => {
+                    return Err(format!(
+                        "only an unguarded fill followed by one copy can be composed, and \
+                         statement {i} is {}: {stmt}",
+                        stmt.action.keyword()
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `self`, then `next` on its output.
+    fn then(self, next: Gather) -> Gather {
+        let copy = match (self.copy, next.copy) {
+            (Some(first), Some(second)) => {
+                // `first` is written over its output dims, which `second` reads at `at(j)`.
+                let at = |j: usize| {
+                    second
+                        .src
+                        .get(j)
+                        .cloned()
+                        .unwrap_or(AffineExpr::Const(0))
+                };
+                let mut guard = second.guard;
+                // The guard and the index it protects are substituted alike, so the verifier
+                // still sees the guarded expression inside the index and proves it in bounds.
+                guard.extend(first.guard.iter().map(|c| Constraint {
+                    expr: c.expr.substitute(&at),
+                    lo: c.lo,
+                    hi: c.hi,
+                }));
+                let src = first.src.iter().map(|e| e.substitute(&at)).collect();
+                Some(GuardedMap { guard, src })
+            }
+            _ => None,
+        };
+        // Zeros come from either op's padding, or from reading an all-zero tensor.
+        let fill = self.fill || next.fill || copy.is_none();
+        Gather { fill, copy }
+    }
+
+    fn into_kernel(self, name: String, src: &TensorType, dst: &TensorType) -> Kernel {
+        let empty = dst.num_elements().map_or(true, |n| n == 0);
+        let domain: Vec<_> = dst
+            .shape
+            .iter()
+            .map(|&n| relayout_ir::DimRange::upto(n))
+            .collect();
+        let identity: Vec<_> = (0..dst.rank()).map(AffineExpr::dim).collect();
+        let mut stmts = Vec::new();
+        if !empty && self.fill {
+            stmts.push(Stmt {
+                domain: domain.clone(),
+                guard: Vec::new(),
+                dst: identity.clone(),
+                action: Action::Fill,
+            });
+        }
+        if let (false, Some(copy)) = (empty, self.copy) {
+            stmts.push(Stmt {
+                domain,
+                guard: copy.guard,
+                dst: identity,
+                action: Action::Copy { src: copy.src },
+            });
+        }
+        Kernel {
+            name,
+            src: src.clone(),
+            dst: dst.clone(),
+            stmts,
+        }
+    }
+}
+
+/// Whether `stmt` ranges over the whole output box `[0, n)` per dim and writes `dst[d]` at
+/// point `d`.
+fn over_output(stmt: &Stmt, dst: &TensorType) -> bool {
+    stmt.domain.len() == dst.rank()
+        && stmt.dst.len() == dst.rank()
+        && stmt
+            .domain
+            .iter()
+            .zip(&dst.shape)
+            .all(|(r, &n)| r.lo == 0 && u64::try_from(r.hi) == Ok(n))
+        && stmt
+            .dst
+            .iter()
+            .enumerate()
+            .all(|(i, e)| *e == AffineExpr::Dim(i))
+}
