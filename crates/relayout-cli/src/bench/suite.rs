@@ -11,12 +11,14 @@ use serde_json::{Map, Value};
 use std::path::Path;
 
 /// One case of the suite, as far as it could be read.
+#[derive(Debug)]
 pub struct SuiteCase {
     pub name: String,
     /// The op, its attributes and the input type, or why the entry is unusable.
     pub spec: Result<CaseSpec, String>,
 }
 
+#[derive(Debug)]
 pub struct CaseSpec {
     pub op_name: String,
     pub attrs: Attrs,
