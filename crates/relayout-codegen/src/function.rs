@@ -3,6 +3,7 @@
 use crate::body::Body;
 use crate::loops::{self, Count};
 use crate::mem::Addr;
+use crate::shuffle;
 use crate::{CodegenError, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
@@ -138,6 +139,9 @@ fn emit_range(
     };
     let s = base(b, src, stmt.src_offset, Some((start, src_stride)));
     let d = base(b, dst, stmt.dst_offset, Some((start, outer.dst_stride)));
+    if let Some(plan) = shuffle::plan(stmt) {
+        return shuffle::nest(b, index, stmt, &plan, body, Count::Dyn(count), s, d);
+    }
     loops::nest(b, index, body, &stmt.loops, Count::Dyn(count), s, d)
 }
 

@@ -39,6 +39,7 @@ mod function;
 mod imports;
 mod loops;
 mod mem;
+mod shuffle;
 
 pub use error::CodegenError;
 pub use function::{stmt_signature, translate_kernel, translate_stmt};

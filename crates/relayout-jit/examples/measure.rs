@@ -2,8 +2,11 @@
 //! number of bytes, and compile times. Not a test: timings depend on the machine.
 //!
 //! ```text
-//! cargo run --release -p relayout-jit --example measure [SIZE [REPS]]
+//! cargo run --release -p relayout-jit --example measure [SIZE [REPS [FILTER]]]
 //! ```
+//!
+//! FILTER keeps only the kernels whose name contains it: `depth` selects the DepthToSpace /
+//! SpaceToDepth statements of the benchmark suite, scaled to 256 KiB-1 MiB whatever SIZE is.
 //!
 //! SIZE is the bytes each kernel writes, with a `k` or `m` suffix (default `64m`); a size
 //! that fits in L2 (`256k`) shows the cost of the code rather than of the memory.
@@ -96,6 +99,110 @@ fn interleave(total: u64, run: u64) -> LoopKernel {
     }
 }
 
+/// A copy statement at offset 0 over 1-D tensors just long enough for its reach (all strides
+/// are non-negative here).
+fn strided(name: &str, dtype: DType, bytes: u64, loops: Vec<Loop>) -> LoopKernel {
+    let reach = |f: &dyn Fn(&Loop) -> i64| {
+        loops
+            .iter()
+            .map(|l| f(l) as u64 * (l.extent - 1))
+            .sum::<u64>()
+            + bytes
+    };
+    let e = dtype.size();
+    LoopKernel {
+        name: name.into(),
+        src: TensorType::new(dtype, [reach(&|l| l.src_stride).div_ceil(e)]),
+        dst: TensorType::new(dtype, [reach(&|l| l.dst_stride).div_ceil(e)]),
+        stmts: vec![stmt(bytes, loops)],
+    }
+}
+
+/// The slow statements of the benchmark suite (DepthToSpace / SpaceToDepth), with their
+/// stride structure kept and their extents scaled down to 256 KiB-1 MiB.
+fn depth_cases() -> Vec<LoopKernel> {
+    // Pixel shuffle, NCHW CRD f32 block 4: in [16, h, w], out [4 h, 4 w].
+    let (h, w) = (32i64, 120i64);
+    let plane = h * w * 4;
+    let pixel = strided(
+        "depth_pixel_f32_b4",
+        DType::F32,
+        4,
+        vec![
+            lp(h as u64, 4 * w, 64 * w),
+            lp(4, 4 * plane, 16 * w),
+            lp(w as u64, 4, 16),
+            lp(4, plane, 4),
+        ],
+    );
+    // DepthToSpace NCHW DCR u8 block 4: in [16, h, w], out [4 h, 4 w].
+    let (h, w) = (64i64, 256i64);
+    let dcr_u8 = strided(
+        "depth_dcr_u8_b4",
+        DType::U8,
+        1,
+        vec![
+            lp(h as u64, w, 16 * w),
+            lp(4, 4 * h * w, 4 * w),
+            lp(w as u64, 1, 4),
+            lp(4, h * w, 1),
+        ],
+    );
+    // SpaceToDepth NCHW f32 block 2 (yolo focus): in [c, 2 h, 2 w], out [4, c, h, w].
+    let (c, h, w) = (2i64, 64i64, 128i64);
+    let yolo = strided(
+        "depth_s2d_f32_b2",
+        DType::F32,
+        4,
+        vec![
+            lp(c as u64, 16 * h * w, 4 * h * w),
+            lp(2, 8 * w, 2 * c * h * w * 4),
+            lp(2, 4, c * h * w * 4),
+            lp(h as u64, 16 * w, 4 * w),
+            lp(w as u64, 8, 4),
+        ],
+    );
+    // SpaceToDepth NCHW_VECT_C int8: the same with 4-byte units of an 8-bit type.
+    let (c, h, w) = (2i64, 256i64, 64i64);
+    let vect_c = strided(
+        "depth_s2d_vectc_i8",
+        DType::I8,
+        4,
+        vec![
+            lp(c as u64, 16 * h * w, 4 * h * w),
+            lp(2, 8 * w, 2 * c * h * w * 4),
+            lp(2, 4, c * h * w * 4),
+            lp(h as u64, 16 * w, 4 * w),
+            lp(w as u64, 8, 4),
+        ],
+    );
+    // DepthToSpace NHWC f16 with 12-byte runs (C = 6 per block cell).
+    let (h, w) = (40i64, 512i64);
+    let nhwc = strided(
+        "depth_nhwc_f16_12",
+        DType::F16,
+        12,
+        vec![
+            lp(h as u64, 24 * w, 24 * w),
+            lp(2, 12, 12 * w),
+            lp(w as u64, 24, 12),
+        ],
+    );
+    // DepthToSpace NCHW DCR f32 block 2, the suite's own extents.
+    let dcr_f32 = strided(
+        "depth_dcr_f32_b2",
+        DType::F32,
+        4,
+        vec![
+            lp(512, 128, 512),
+            lp(2, 131072, 256),
+            lp(32, 4, 8),
+            lp(2, 65536, 4),
+        ],
+    );
+    vec![pixel, dcr_u8, yolo, vect_c, nhwc, dcr_f32]
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let total = args.get(1).and_then(|a| parse_size(a)).unwrap_or(64 << 20);
@@ -118,13 +225,17 @@ fn main() {
     kernels.push(interleave(total, 4));
     kernels.push(interleave(total, 64));
     kernels.push(transpose(side));
+    kernels.extend(depth_cases());
+    if let Some(filter) = args.get(3) {
+        kernels.retain(|k| k.name.contains(filter.as_str()));
+    }
 
     println!(
         "{} KiB per kernel; ratio = kernel time / memcpy time of the same bytes, best of {reps}",
         total >> 10
     );
     println!(
-        "{:<14} {:>8} {:>9} {:>10} {:>11}",
+        "{:<20} {:>8} {:>9} {:>10} {:>11}",
         "kernel", "1 thread", "2 threads", "memcpy us", "compile us"
     );
     for k in &kernels {
@@ -138,16 +249,22 @@ fn main() {
             }
         };
         let compile = t.elapsed();
-        let (s, d) = (&src.get()[..bytes], &mut dst.get_mut()[..bytes]);
+        let src_bytes = k.src.size_bytes().unwrap_or(0) as usize;
+        if bytes > src.len || src_bytes > src.len {
+            println!("{}: needs buffers of {bytes} and {src_bytes} bytes", k.name);
+            continue;
+        }
+        let (s, d) = (&src.get()[..src_bytes], &mut dst.get_mut()[..bytes]);
         // Alternate the kernel and the reference, so that both see the same machine load.
         let (mut one, mut two, mut memcpy) = (Duration::MAX, Duration::MAX, Duration::MAX);
         for _ in 0..reps {
             one = one.min(time(|| compiled.run(s, d).expect("run")));
             two = two.min(time(|| compiled.run_threaded(s, d, 2).expect("run")));
-            memcpy = memcpy.min(time(|| d.copy_from_slice(black_box(s))));
+            let n = s.len().min(d.len());
+            memcpy = memcpy.min(time(|| d[..n].copy_from_slice(black_box(&s[..n]))));
         }
         println!(
-            "{:<14} {:>8.3} {:>9.3} {:>10.2} {:>11.0}",
+            "{:<20} {:>8.3} {:>9.3} {:>10.2} {:>11.0}",
             k.name,
             one.as_secs_f64() / memcpy.as_secs_f64(),
             two.as_secs_f64() / memcpy.as_secs_f64(),

@@ -1,0 +1,589 @@
+//! Interleave, deinterleave and small transposes of short runs with 16-byte shuffles.
+//!
+//! A copy whose run is shorter than a vector (a single f32 in DepthToSpace / SpaceToDepth)
+//! would otherwise move one run per point. Here two loops of the statement are picked: a short
+//! *factor* loop F (2 to 4 iterations) and a *lane* loop X. A *block* is F complete times a
+//! tile of T iterations of X, chosen so that the bytes the block reads are whole 16-byte
+//! vectors and so are the bytes it writes (e.g. pixel shuffle: four source rows of four f32
+//! each, one 64-byte destination run). The block's byte permutation is found by simulating the
+//! two loops on byte offsets, so no mask is written by hand and one mechanism serves
+//! interleave, deinterleave and every element size; each destination vector is then built
+//! from the source vectors it draws on with `shuffle`s (see [`build`]).
+//!
+//! The other loops stay ordinary loops around the block and the statement's outermost loop
+//! stays outermost (its range is what threads split). Moving F and X inward reorders the
+//! points, which is only harmless for a copy whose destination runs are pairwise disjoint, so
+//! that is all this path accepts (not fill, whose runs are not small enough to need it here,
+//! and never accumulate). The X iterations that do not fill a tile run as scalar runs.
+
+use crate::body::Body;
+use crate::loops::{counted_loop, Count, LoopBody};
+use crate::mem::{load, store, Addr};
+use crate::CodegenError;
+use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
+use cranelift_frontend::FunctionBuilder;
+use relayout_ir::{Loop, LoopAction, LoopStmt};
+use std::collections::HashMap;
+
+/// Bytes of a vector.
+const V: usize = 16;
+/// The most source vectors one destination vector may draw on: more makes the shuffle tree
+/// deeper than the scalar moves it replaces.
+const MAX_SOURCES: usize = 4;
+/// Blocks hold at most this many vectors per side, to bound code size and register pressure.
+const MAX_VECTORS: usize = 12;
+
+/// How a statement is vectorised.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Index of the lane loop X and of the factor loop F in the statement's loops.
+    x: usize,
+    f: usize,
+    /// X iterations per block (a power of two).
+    tile: u64,
+    /// Offsets of the block's source vectors from its source address (at the tile's first X
+    /// iteration and F = 0).
+    src_vectors: Vec<i64>,
+    /// The block's destination vectors: offset from its destination address, and how to
+    /// compute it from the source vectors.
+    dst_vectors: Vec<(i64, Node)>,
+}
+
+/// A vector computed in a block.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Node {
+    /// Source vector number i, as loaded.
+    Src(usize),
+    /// `shuffle a b mask`: lane p is lane `mask[p]` of `a ++ b`.
+    Shuffle(Box<Node>, Box<Node>, [u8; V]),
+}
+
+/// What a lane of a vector in the tree holds: a lane of a source vector, or something the
+/// result does not need.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Slot {
+    Byte(usize, usize),
+    Junk,
+}
+
+type Lanes = [Slot; V];
+
+/// A way to compute a vector: the node, what its lanes hold, and its cost in instructions.
+#[derive(Clone, Debug)]
+struct Candidate {
+    node: Node,
+    lanes: Lanes,
+    cost: u32,
+}
+
+/// Chooses how to vectorise `stmt`, or `None` when this path does not apply: then the
+/// ordinary nest runs it.
+pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
+    if stmt.action != LoopAction::Copy || stmt.bytes >= V as u64 || !dst_disjoint(stmt) {
+        return None;
+    }
+    let run = stmt.bytes;
+    // The smallest tile whose X runs fill whole vectors when X is contiguous on one side.
+    let tile = (V as u64) / gcd(run, V as u64);
+    let mut best: Option<(u64, u64, Plan)> = None;
+    for f in 1..stmt.loops.len() {
+        if !(2..=4).contains(&stmt.loops[f].extent) {
+            continue;
+        }
+        for x in 0..stmt.loops.len() {
+            if x == f || stmt.loops[x].extent < tile {
+                continue;
+            }
+            let Some((plan, cost)) = block(stmt, x, f, tile) else {
+                continue;
+            };
+            let extent = stmt.loops[x].extent;
+            // Cheapest per destination vector, then the longest X (fewest scalar leftovers).
+            let per_vector = cost * 64 / plan.dst_vectors.len() as u64;
+            let key = (per_vector, std::cmp::Reverse(extent));
+            if best.as_ref().is_none_or(|(c, e, _)| key < (*c, std::cmp::Reverse(*e))) {
+                best = Some((per_vector, extent, plan));
+            }
+        }
+    }
+    // Worth it when a destination vector (a load and a store per side, plus its shuffles)
+    // costs fewer instructions than its 16 / run scalar runs of one or two moves each.
+    let moves = if run.is_power_of_two() { 1 } else { 2 };
+    let scalar = 2 * moves * 64 * V as u64 / run;
+    best.filter(|(c, _, _)| c + 2 * 64 < scalar).map(|(_, _, p)| p)
+}
+
+/// The block of loops `x` (tiled by `tile`) and `f`, if its reads and writes are whole
+/// vectors and each destination vector draws on few enough source vectors, with its cost.
+fn block(stmt: &LoopStmt, x: usize, f: usize, tile: u64) -> Option<(Plan, u64)> {
+    let (lx, lf) = (&stmt.loops[x], &stmt.loops[f]);
+    let mut src = Vec::new();
+    let mut dst = Vec::new();
+    for t in 0..tile as i64 {
+        for j in 0..lf.extent as i64 {
+            let s = lx.src_stride.checked_mul(t)?.checked_add(lf.src_stride.checked_mul(j)?)?;
+            let d = lx.dst_stride.checked_mul(t)?.checked_add(lf.dst_stride.checked_mul(j)?)?;
+            for c in 0..stmt.bytes as i64 {
+                src.push(s.checked_add(c)?);
+                dst.push(d.checked_add(c)?);
+            }
+        }
+    }
+    let src_vectors = vectors(&src)?;
+    let dst_vectors = vectors(&dst)?;
+    if src_vectors.len() > MAX_VECTORS {
+        return None;
+    }
+    // Where each destination byte comes from: (source vector, lane), by destination vector.
+    let mut targets = vec![[Slot::Junk; V]; dst_vectors.len()];
+    for (&s, &d) in src.iter().zip(&dst) {
+        let (sv, sl) = locate(&src_vectors, s)?;
+        let (dv, dl) = locate(&dst_vectors, d)?;
+        targets[dv][dl] = Slot::Byte(sv, sl);
+    }
+    let mut cost = 0;
+    let mut built = Vec::with_capacity(dst_vectors.len());
+    for (target, &offset) in targets.iter().zip(&dst_vectors) {
+        let c = build(target)?;
+        cost += u64::from(c.cost);
+        built.push((offset, c.node));
+    }
+    let plan = Plan {
+        x,
+        f,
+        tile,
+        src_vectors,
+        dst_vectors: built,
+    };
+    Some((plan, cost))
+}
+
+/// The starts of the 16-byte vectors that exactly cover `offsets`, in increasing order, or
+/// `None` when the offsets repeat or do not fill whole vectors.
+fn vectors(offsets: &[i64]) -> Option<Vec<i64>> {
+    let mut sorted = offsets.to_vec();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) || sorted.len() % V != 0 {
+        return None;
+    }
+    // Sorted and distinct, so a chunk of 16 spanning 15 bytes is contiguous.
+    sorted
+        .chunks_exact(V)
+        .map(|c| (c[V - 1] - c[0] == V as i64 - 1).then_some(c[0]))
+        .collect()
+}
+
+/// The vector and lane of byte `offset`.
+fn locate(starts: &[i64], offset: i64) -> Option<(usize, usize)> {
+    let i = starts.partition_point(|&s| s <= offset).checked_sub(1)?;
+    let lane = usize::try_from(offset - starts[i]).ok().filter(|&l| l < V)?;
+    Some((i, lane))
+}
+
+/// The cheapest way found to build a destination vector whose lanes `target` name source
+/// bytes.
+///
+/// The sources it draws on are split in two halves; each half is either one source vector,
+/// or two combined by an unpack (`punpck{l,h}{bw,wd,dq,qdq}`, one instruction, which keeps
+/// the bytes wherever the unpack puts them), or gathered into their final lanes by a general
+/// shuffle (two `pshufb` and a `por`). The halves are then merged by one shuffle (one
+/// instruction when Cranelift recognises the mask, else three). Lanes cannot be zeroed on
+/// the way: the verifier rejects the out-of-range mask indices that would zero them. The classic 4x4 transpose (two
+/// levels of unpacks) comes out of this search without being written down.
+fn build(target: &Lanes) -> Option<Candidate> {
+    let mut sources: Vec<usize> = Vec::new();
+    for slot in target {
+        if let Slot::Byte(s, _) = *slot {
+            if !sources.contains(&s) {
+                sources.push(s);
+            }
+        }
+    }
+    if sources.is_empty() || sources.len() > MAX_SOURCES {
+        return None;
+    }
+    if sources.len() == 1 {
+        return half(&sources, target).into_iter().min_by_key(|c| c.cost);
+    }
+    let (a, b) = sources.split_at(sources.len().div_ceil(2));
+    let mut best: Option<Candidate> = None;
+    for l in half(a, target) {
+        for r in half(b, target) {
+            if let Some(c) = merge(&l, &r, target) {
+                if best.as_ref().is_none_or(|b| c.cost < b.cost) {
+                    best = Some(c);
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
+fn half(sources: &[usize], target: &Lanes) -> Vec<Candidate> {
+    let needed: Vec<Slot> = target
+        .iter()
+        .copied()
+        .filter(|s| matches!(s, Slot::Byte(v, _) if sources.contains(v)))
+        .collect();
+    let mut out = Vec::new();
+    let src = |s: usize| Candidate {
+        node: Node::Src(s),
+        lanes: std::array::from_fn(|l| Slot::Byte(s, l)),
+        cost: 0,
+    };
+    match *sources {
+        [s] => {
+            let whole = src(s);
+            if whole.lanes == *target {
+                // Already in place: the destination vector is the source vector.
+                return vec![whole];
+            }
+            out.push(whole.clone());
+            out.push(gather(&whole, target));
+        }
+        [s, t] => {
+            let (a, b) = (src(s), src(t));
+            for (x, y) in [(&a, &b), (&b, &a)] {
+                for mask in UNPACKS.iter() {
+                    let c = shuffle(x, y, mask, 1);
+                    if needed.iter().all(|n| c.lanes.contains(n)) {
+                        out.push(c);
+                    }
+                }
+            }
+            out.push(gather2(&a, &b, target));
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A `pshufb` of `c` that puts the bytes of `target` it holds into their lanes (the other
+/// lanes keep their own byte, which is junk to the result).
+fn gather(c: &Candidate, target: &Lanes) -> Candidate {
+    let mask = std::array::from_fn(|p| {
+        c.lanes
+            .iter()
+            .position(|l| *l == target[p])
+            .unwrap_or(p) as u8
+    });
+    shuffle(c, c, &mask, 1)
+}
+
+/// A general shuffle of `a` and `b` that puts the bytes of `target` they hold into their
+/// lanes.
+fn gather2(a: &Candidate, b: &Candidate, target: &Lanes) -> Candidate {
+    let mask = std::array::from_fn(|p| {
+        let t = target[p];
+        match (a.lanes.iter().position(|l| *l == t), b.lanes.iter().position(|l| *l == t)) {
+            (Some(i), _) => i as u8,
+            (None, Some(i)) => (V + i) as u8,
+            (None, None) => p as u8,
+        }
+    });
+    shuffle(a, b, &mask, 3)
+}
+
+fn shuffle(a: &Candidate, b: &Candidate, mask: &[u8; V], cost: u32) -> Candidate {
+    let lanes = std::array::from_fn(|p| match mask[p] as usize {
+        i if i < V => a.lanes[i],
+        i => b.lanes[i - V],
+    });
+    Candidate {
+        node: Node::Shuffle(Box::new(a.node.clone()), Box::new(b.node.clone()), *mask),
+        lanes,
+        cost: a.cost + b.cost + cost,
+    }
+}
+
+/// The final step: lanes of `l` and `r` into `target`'s order.
+fn merge(l: &Candidate, r: &Candidate, target: &Lanes) -> Option<Candidate> {
+    let mut mask = [0u8; V];
+    for (p, t) in target.iter().enumerate() {
+        mask[p] = if let Some(i) = l.lanes.iter().position(|x| x == t) {
+            i as u8
+        } else {
+            (V + r.lanes.iter().position(|x| x == t)?) as u8
+        };
+    }
+    let cost = if single_instruction(&mask) { 1 } else { 3 };
+    Some(shuffle(l, r, &mask, cost))
+}
+
+/// Whether Cranelift lowers a two-operand mask to one instruction on x86-64 (the forms this
+/// module aims for: unpacks, `shufps`, word blends); a guess used only to rank candidates.
+fn single_instruction(mask: &[u8; V]) -> bool {
+    if UNPACKS.contains(mask) {
+        return true;
+    }
+    let dwords: Option<Vec<u8>> = (0..4)
+        .map(|d| {
+            let w = &mask[4 * d..4 * d + 4];
+            (w[0] % 4 == 0 && (1..4).all(|k| w[k] == w[0] + k as u8)).then_some(w[0] / 4)
+        })
+        .collect();
+    if let Some(d) = dwords {
+        // shufps: two lanes from the first operand, then two from the second.
+        if d[0] < 4 && d[1] < 4 && (4..8).contains(&d[2]) && (4..8).contains(&d[3]) {
+            return true;
+        }
+    }
+    // pblendw: each word stays in its lane, from either operand.
+    (0..8).all(|w| {
+        let (lo, hi) = (mask[2 * w], mask[2 * w + 1]);
+        hi == lo + 1 && (lo as usize % V) == 2 * w
+    })
+}
+
+/// `punpck{l,h}{bw,wd,dq,qdq} a b` as shuffle masks.
+static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| {
+    let mut out = Vec::new();
+    for width in [1usize, 2, 4, 8] {
+        for high in [false, true] {
+            let base = if high { V / 2 } else { 0 };
+            out.push(std::array::from_fn(|p| {
+                let unit = p / width;
+                let from_b = unit % 2 == 1;
+                let lane = base + (unit / 2) * width + p % width;
+                (lane + if from_b { V } else { 0 }) as u8
+            }));
+        }
+    }
+    out
+});
+
+/// Whether the destination runs of `stmt` are pairwise disjoint, by the sufficient test that
+/// each loop's stride, smallest first, steps over everything the smaller ones cover.
+fn dst_disjoint(stmt: &LoopStmt) -> bool {
+    let mut loops: Vec<&Loop> = stmt.loops.iter().filter(|l| l.extent > 1).collect();
+    loops.sort_by_key(|l| l.dst_stride.unsigned_abs());
+    let mut span = stmt.bytes;
+    for l in loops {
+        let stride = l.dst_stride.unsigned_abs();
+        if stride < span {
+            return false;
+        }
+        let Some(s) = stride
+            .checked_mul(l.extent - 1)
+            .and_then(|s| s.checked_add(span))
+        else {
+            return false;
+        };
+        span = s;
+    }
+    true
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Emits the statement's nest with the block innermost; `count` iterations of the outermost
+/// loop run from `src` and `dst`.
+pub(crate) fn nest(
+    b: &mut FunctionBuilder,
+    stmt_index: usize,
+    stmt: &LoopStmt,
+    plan: &Plan,
+    body: &Body,
+    count: Count,
+    src: Addr,
+    dst: Addr,
+) -> Result<(), CodegenError> {
+    let overflow = || CodegenError::Overflow {
+        stmt: stmt_index,
+        what: "a shuffle block offset",
+    };
+    let others: Vec<Loop> = stmt
+        .loops
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != plan.x && i != plan.f)
+        .map(|(_, l)| *l)
+        .collect();
+    let lx = stmt.loops[plan.x];
+    let lf = stmt.loops[plan.f];
+    // The scalar runs of one X iteration: all of F.
+    let mut leftover = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
+        for j in 0..lf.extent as i64 {
+            let s = lf.src_stride.checked_mul(j).and_then(|o| s.plus(o));
+            let d = lf.dst_stride.checked_mul(j).and_then(|o| d.plus(o));
+            body.emit(b, s.ok_or_else(overflow)?, d.ok_or_else(overflow)?)?;
+        }
+        Ok(())
+    };
+    let mut block = |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
+    if plan.x == 0 {
+        // X is the outermost loop, whose count is only known at run time: tile it, and put
+        // the other loops inside both the tiles and the leftover iterations.
+        tiled(
+            b,
+            &lx,
+            plan.tile,
+            count,
+            src,
+            dst,
+            &mut |b, s, d| around(b, &others, None, s, d, &mut block),
+            &mut |b, s, d| around(b, &others, None, s, d, &mut leftover),
+            overflow,
+        )
+    } else {
+        around(b, &others, Some(count), src, dst, &mut |b, s, d| {
+            tiled(
+                b,
+                &lx,
+                plan.tile,
+                Count::Const(lx.extent),
+                s,
+                d,
+                &mut block,
+                &mut leftover,
+                overflow,
+            )
+        })
+    }
+}
+
+/// The ordinary loops `loops` (outermost first) around `inner`; the first runs `count` times
+/// when given, else its extent.
+fn around(
+    b: &mut FunctionBuilder,
+    loops: &[Loop],
+    count: Option<Count>,
+    src: Addr,
+    dst: Addr,
+    inner: &mut LoopBody<'_>,
+) -> Result<(), CodegenError> {
+    let Some((l, rest)) = loops.split_first() else {
+        return inner(b, src, dst);
+    };
+    let count = count.unwrap_or(Count::Const(l.extent));
+    counted_loop(b, count, src, dst, (l.src_stride, l.dst_stride), &mut |b, s, d| {
+        around(b, rest, None, s, d, inner)
+    })
+}
+
+/// `count` iterations of loop `l`: whole tiles of `tile` iterations by `block`, then the
+/// remaining iterations one by one by `single`.
+#[allow(clippy::too_many_arguments)]
+fn tiled(
+    b: &mut FunctionBuilder,
+    l: &Loop,
+    tile: u64,
+    count: Count,
+    src: Addr,
+    dst: Addr,
+    block: &mut LoopBody<'_>,
+    single: &mut LoopBody<'_>,
+    overflow: impl Fn() -> CodegenError,
+) -> Result<(), CodegenError> {
+    let big = (
+        l.src_stride.checked_mul(tile as i64).ok_or_else(&overflow)?,
+        l.dst_stride.checked_mul(tile as i64).ok_or_else(&overflow)?,
+    );
+    match count {
+        Count::Const(n) => {
+            let main = n / tile;
+            counted_loop(b, Count::Const(main), src, dst, big, block)?;
+            for j in main * tile..n {
+                let s = l.src_stride.checked_mul(j as i64).and_then(|o| src.plus(o));
+                let d = l.dst_stride.checked_mul(j as i64).and_then(|o| dst.plus(o));
+                single(b, s.ok_or_else(&overflow)?, d.ok_or_else(&overflow)?)?;
+            }
+            Ok(())
+        }
+        Count::Dyn(n) => {
+            let main = b.ins().ushr_imm_u(n, i64::from(tile.trailing_zeros()));
+            let rest = b.ins().band_imm_u(n, (tile - 1) as i64);
+            let main_block = b.create_block();
+            let after_main = b.create_block();
+            b.ins().brif(main, main_block, &[], after_main, &[]);
+            b.seal_block(main_block);
+            b.switch_to_block(main_block);
+            counted_loop(b, Count::Dyn(main), src, dst, big, block)?;
+            b.ins().jump(after_main, &[]);
+            b.seal_block(after_main);
+
+            b.switch_to_block(after_main);
+            let rest_block = b.create_block();
+            let done = b.create_block();
+            b.ins().brif(rest, rest_block, &[], done, &[]);
+            b.seal_block(rest_block);
+            b.switch_to_block(rest_block);
+            // The leftover iterations start `main * tile` iterations in.
+            let skip = |b: &mut FunctionBuilder, a: Addr, step: i64| {
+                let delta = b.ins().imul_imm_s(main, step);
+                Addr::new(b.ins().iadd(a.base, delta), a.offset)
+            };
+            let s = skip(b, src, big.0);
+            let d = skip(b, dst, big.1);
+            counted_loop(
+                b,
+                Count::Dyn(rest),
+                s,
+                d,
+                (l.src_stride, l.dst_stride),
+                single,
+            )?;
+            b.ins().jump(done, &[]);
+            b.seal_block(done);
+            b.switch_to_block(done);
+            Ok(())
+        }
+    }
+}
+
+/// One block: load the source vectors, build and store the destination vectors.
+fn emit_block(
+    b: &mut FunctionBuilder,
+    plan: &Plan,
+    src: Addr,
+    dst: Addr,
+    overflow: impl Fn() -> CodegenError,
+) -> Result<(), CodegenError> {
+    let mut loaded = Vec::with_capacity(plan.src_vectors.len());
+    for &o in &plan.src_vectors {
+        let at = src.plus(o).ok_or_else(&overflow)?;
+        loaded.push(load(b, types::I8X16, at, 0));
+    }
+    // Destination vectors share intermediate shuffles (the first level of a transpose).
+    let mut cache = HashMap::new();
+    let mut values = Vec::with_capacity(plan.dst_vectors.len());
+    for (_, node) in &plan.dst_vectors {
+        values.push(value(b, node, &loaded, &mut cache));
+    }
+    for (&(o, _), v) in plan.dst_vectors.iter().zip(values) {
+        store(b, v, dst.plus(o).ok_or_else(&overflow)?, 0);
+    }
+    Ok(())
+}
+
+fn value(
+    b: &mut FunctionBuilder,
+    node: &Node,
+    loaded: &[Value],
+    cache: &mut HashMap<Node, Value>,
+) -> Value {
+    if let Node::Src(i) = node {
+        return loaded[*i];
+    }
+    if let Some(&v) = cache.get(node) {
+        return v;
+    }
+    let v = match node {
+        Node::Src(i) => loaded[*i],
+        Node::Shuffle(x, y, mask) => {
+            let x = value(b, x, loaded, cache);
+            let y = value(b, y, loaded, cache);
+            let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
+            b.ins().shuffle(x, y, imm)
+        }
+    };
+    cache.insert(node.clone(), v);
+    v
+}

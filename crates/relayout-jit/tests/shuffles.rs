@@ -1,0 +1,260 @@
+//! The shuffle path of the code generator (interleave, deinterleave, small transposes of
+//! short runs): the DepthToSpace / SpaceToDepth statements of the benchmark suite scaled
+//! down, and random interleave / deinterleave statements, JIT == interpreter bit for bit, on
+//! one thread and split across threads.
+
+use proptest::prelude::*;
+use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
+use relayout_jit::CompiledKernel;
+
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+    Loop {
+        extent,
+        src_stride,
+        dst_stride,
+    }
+}
+
+/// A copy statement over 1-D tensors long enough for its reach (strides may be negative; the
+/// offsets lift the lowest access to `slack`).
+fn kernel(dtype: DType, run: u64, loops: Vec<Loop>, slack: (i64, i64)) -> LoopKernel {
+    let reach = |f: &dyn Fn(&Loop) -> i64| {
+        loops.iter().fold((0i64, 0i64), |(lo, hi), l| {
+            let span = f(l) * (l.extent.max(1) as i64 - 1);
+            (lo + span.min(0), hi + span.max(0))
+        })
+    };
+    let (slo, shi) = reach(&|l| l.src_stride);
+    let (dlo, dhi) = reach(&|l| l.dst_stride);
+    let (so, dof) = (slack.0 - slo, slack.1 - dlo);
+    let e = dtype.size();
+    let len = |off: i64, hi: i64| ((off + hi) as u64 + run).div_ceil(e) + 1;
+    LoopKernel {
+        name: "shuffle".into(),
+        src: TensorType::new(dtype, [len(so, shi)]),
+        dst: TensorType::new(dtype, [len(dof, dhi)]),
+        stmts: vec![LoopStmt {
+            action: LoopAction::Copy,
+            bytes: run,
+            src_offset: so,
+            dst_offset: dof,
+            loops,
+        }],
+    }
+}
+
+fn mismatch(k: &LoopKernel, threads: usize) -> Option<String> {
+    let src = bytes(k.src.size_bytes().unwrap() as usize, 1);
+    let dst = bytes(k.dst.size_bytes().unwrap() as usize, 2);
+    let mut want = dst.clone();
+    interpret_loops(k, &src, &mut want).unwrap();
+    let compiled = CompiledKernel::compile(k).unwrap_or_else(|e| panic!("compile: {e}\n{k}"));
+    let mut got = dst.clone();
+    if threads == 1 {
+        compiled.run(&src, &mut got).unwrap();
+    } else {
+        compiled.run_threaded(&src, &mut got, threads).unwrap();
+    }
+    let i = got.iter().zip(&want).position(|(a, b)| a != b)?;
+    Some(format!(
+        "{threads} threads: byte {i} is {:#04x}, the interpreter says {:#04x}\n{k}",
+        got[i], want[i]
+    ))
+}
+
+fn check(k: &LoopKernel) {
+    for threads in [1, 2, 3] {
+        if let Some(m) = mismatch(k, threads) {
+            panic!("{m}");
+        }
+    }
+}
+
+/// Pixel shuffle, NCHW CRD, f32, block 4: in [16, h, w], out [4 h, 4 w].
+#[test]
+fn pixel_shuffle_f32_block4() {
+    for (h, w) in [(3i64, 8i64), (2, 11), (1, 4), (2, 3)] {
+        let plane = h * w * 4;
+        check(&kernel(
+            DType::F32,
+            4,
+            vec![
+                lp(2, 16 * plane, 16 * plane),
+                lp(h as u64, 4 * w, 64 * w),
+                lp(4, 4 * plane, 16 * w),
+                lp(w as u64, 4, 16),
+                lp(4, plane, 4),
+            ],
+            (0, 0),
+        ));
+    }
+}
+
+/// DepthToSpace NCHW DCR u8 block 4.
+#[test]
+fn dcr_u8_block4() {
+    for (h, w) in [(2i64, 32i64), (3, 21), (1, 16), (2, 15)] {
+        check(&kernel(
+            DType::U8,
+            1,
+            vec![
+                lp(h as u64, w, 16 * w),
+                lp(4, 4 * h * w, 4 * w),
+                lp(w as u64, 1, 4),
+                lp(4, h * w, 1),
+            ],
+            (0, 0),
+        ));
+    }
+}
+
+/// SpaceToDepth NCHW block 2 (yolo focus) with 4-byte runs of f32 and of i8 (NCHW_VECT_C).
+#[test]
+fn space_to_depth_block2() {
+    for dtype in [DType::F32, DType::I8] {
+        for (c, h, w) in [(2i64, 3i64, 8i64), (1, 2, 9), (2, 2, 5), (1, 1, 4)] {
+            check(&kernel(
+                dtype,
+                4,
+                vec![
+                    lp(c as u64, 16 * h * w, 4 * h * w),
+                    lp(2, 8 * w, 2 * c * h * w * 4),
+                    lp(2, 4, c * h * w * 4),
+                    lp(h as u64, 16 * w, 4 * w),
+                    lp(w as u64, 8, 4),
+                ],
+                (0, 0),
+            ));
+        }
+    }
+}
+
+/// DepthToSpace NHWC f16 with 12-byte runs.
+#[test]
+fn nhwc_f16_12_byte_runs() {
+    for (h, w) in [(3i64, 9i64), (2, 16), (1, 3)] {
+        check(&kernel(
+            DType::F16,
+            12,
+            vec![
+                lp(h as u64, 24 * w, 24 * w),
+                lp(2, 12, 12 * w),
+                lp(w as u64, 24, 12),
+            ],
+            (0, 0),
+        ));
+    }
+}
+
+/// DepthToSpace NCHW DCR f32 block 2, and the same with the lane loop outermost (its range
+/// is what threads split).
+#[test]
+fn dcr_f32_block2() {
+    check(&kernel(
+        DType::F32,
+        4,
+        vec![lp(8, 128, 512), lp(2, 131072, 256), lp(32, 4, 8), lp(2, 65536, 4)],
+        (0, 0),
+    ));
+    check(&kernel(
+        DType::F32,
+        4,
+        vec![lp(8, 128, 512), lp(2, 4096, 256), lp(31, 4, 8), lp(2, 2048, 4)],
+        (4, 8),
+    ));
+    for n in [1u64, 3, 4, 7, 9, 33] {
+        check(&kernel(DType::F32, 4, vec![lp(n, 4, 8), lp(2, 1024, 4)], (0, 0)));
+        check(&kernel(DType::F32, 4, vec![lp(n, 8, 4), lp(2, 4, 1024)], (0, 0)));
+    }
+}
+
+/// Interleave (`dst[f x + j] = src[j][x]`) or deinterleave (the reverse) of `f` rows of `n`
+/// runs of `run` bytes, inside an outer loop, with optional reversal of the lane loop.
+fn interleave(dtype: DType, run: u64, f: u64, n: u64, deinterleave: bool, outer: u64) -> LoopKernel {
+    let r = run as i64;
+    let row = r * n as i64 + 8;
+    let (fl, xl) = if deinterleave {
+        (lp(f, r, row), lp(n, r * f as i64, r))
+    } else {
+        (lp(f, row, r), lp(n, r, r * f as i64))
+    };
+    let span = row.max(r * (f * n) as i64) * f as i64 + 16;
+    kernel(dtype, run, vec![lp(outer, span, span), xl, fl], (3, 5))
+}
+
+#[test]
+fn every_factor_and_element_size() {
+    for dtype in [DType::U8, DType::F16, DType::F32, DType::F64] {
+        let e = dtype.size();
+        for f in 2..=4 {
+            for n in [1u64, 2, 15, 16, 17, 40] {
+                for de in [false, true] {
+                    check(&interleave(dtype, e, f, n, de, 3));
+                }
+            }
+        }
+    }
+}
+
+fn dtype() -> impl Strategy<Value = DType> {
+    prop::sample::select(vec![DType::U8, DType::F16, DType::F32, DType::F64])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Random interleave / deinterleave statements: factor, element size, run of one or a few
+    /// elements, extents, outer loops in random places, offsets, negative strides.
+    #[test]
+    fn random_interleaves(
+        dtype in dtype(),
+        elems in prop_oneof![4 => Just(1u64), 1 => 2u64..7],
+        f in 2u64..=4,
+        n in 1u64..70,
+        de in any::<bool>(),
+        outer in prop::collection::vec((1u64..4, any::<bool>()), 0..3),
+        at in 0usize..3,
+        reverse in any::<bool>(),
+        gap in 0i64..3,
+        slack in (0i64..20, 0i64..20),
+    ) {
+        let run = elems * dtype.size();
+        let r = run as i64;
+        let row = r * n as i64 + gap * r;
+        let (mut fl, mut xl) = if de {
+            (lp(f, r, row), lp(n, r * f as i64, r))
+        } else {
+            (lp(f, row, r), lp(n, r, r * f as i64))
+        };
+        if reverse {
+            xl.src_stride = -xl.src_stride;
+            xl.dst_stride = -xl.dst_stride;
+            fl.dst_stride = -fl.dst_stride;
+        }
+        let mut span = row.max(r * (f * n) as i64) * f as i64 + r;
+        let mut loops = vec![xl, fl];
+        for (extent, neg) in outer {
+            let s = if neg { -span } else { span };
+            let pos = at.min(loops.len());
+            loops.insert(pos, lp(extent, s, s));
+            span *= extent as i64;
+        }
+        let k = kernel(dtype, run, loops, slack);
+        for threads in [1, 2, 3] {
+            let m = mismatch(&k, threads);
+            prop_assert!(m.is_none(), "{}", m.unwrap_or_default());
+        }
+    }
+}
