@@ -28,7 +28,11 @@ struct Lru<K, V> {
 
 impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     fn new(capacity: usize) -> Self {
-        Lru { capacity, clock: 0, entries: HashMap::new() }
+        Lru {
+            capacity,
+            clock: 0,
+            entries: HashMap::new(),
+        }
     }
 
     fn get(&mut self, key: &K) -> Option<V> {
@@ -48,7 +52,12 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
             // A linear scan is fine: it runs only on a miss, which also compiles a kernel
             // (hundreds of microseconds), and capacities are in the hundreds.
-            if let Some(oldest) = self.entries.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            {
                 self.entries.remove(&oldest);
             }
         }
@@ -58,7 +67,12 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity;
         while self.entries.len() > capacity {
-            if let Some(oldest) = self.entries.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            {
                 self.entries.remove(&oldest);
             }
         }
@@ -82,7 +96,10 @@ fn cache() -> MutexGuard<'static, Option<Cache>> {
     // A panic while holding the lock cannot leave the maps inconsistent (every update is a
     // single insert or remove), so a poisoned lock is safe to keep using.
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    guard.get_or_insert_with(|| Cache { by_op: Lru::new(DEFAULT_CAPACITY), by_code: Lru::new(DEFAULT_CAPACITY) });
+    guard.get_or_insert_with(|| Cache {
+        by_op: Lru::new(DEFAULT_CAPACITY),
+        by_code: Lru::new(DEFAULT_CAPACITY),
+    });
     guard
 }
 
@@ -121,7 +138,9 @@ pub fn set_cache_capacity(capacity: usize) {
 
 /// Number of entries in the two levels: (by op description, by loop IR).
 pub fn cache_len() -> (usize, usize) {
-    cache().as_ref().map_or((0, 0), |c| (c.by_op.entries.len(), c.by_code.entries.len()))
+    cache()
+        .as_ref()
+        .map_or((0, 0), |c| (c.by_op.entries.len(), c.by_code.entries.len()))
 }
 
 #[cfg(test)]

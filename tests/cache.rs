@@ -8,15 +8,27 @@ use relayout::{compile, DataFormat, Op};
 // One test function, because the cache is process-wide and its capacity is changed here.
 #[test]
 fn cache_hits_sharing_and_eviction() {
-    let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+    let op = Op::SpaceToDepth {
+        block_size: 2,
+        data_format: DataFormat::Nhwc,
+    };
     let ty = TensorType::new(DType::F32, [1, 8, 8, 3]);
     let first = compile(&op, &ty).unwrap();
     let second = compile(&op, &ty).unwrap();
-    assert!(first.shares_code_with(&second), "a second compile of the same op must hit the cache");
+    assert!(
+        first.shares_code_with(&second),
+        "a second compile of the same op must hit the cache"
+    );
 
     // Two ops that move nothing: both become one contiguous copy of 480 bytes.
-    let identity_a = Op::SpaceToBatchNd { block_shape: vec![1, 1], paddings: vec![vec![0, 0], vec![0, 0]] };
-    let identity_b = Op::BatchToSpaceNd { block_shape: vec![1, 1], crops: vec![vec![0, 0], vec![0, 0]] };
+    let identity_a = Op::SpaceToBatchNd {
+        block_shape: vec![1, 1],
+        paddings: vec![vec![0, 0], vec![0, 0]],
+    };
+    let identity_b = Op::BatchToSpaceNd {
+        block_shape: vec![1, 1],
+        crops: vec![vec![0, 0], vec![0, 0]],
+    };
     let t = TensorType::new(DType::F32, [2, 3, 4, 5]);
     let a = compile(&identity_a, &t).unwrap();
     let b = compile(&identity_b, &t).unwrap();
@@ -42,6 +54,9 @@ fn cache_hits_sharing_and_eviction() {
         compile(&op, &TensorType::new(DType::F32, [1, 2, 2, c])).unwrap();
     }
     let (by_op, by_code) = relayout::cache_len();
-    assert!(by_op <= 2 && by_code <= 2, "capacity 2 exceeded: {by_op} ops, {by_code} kernels");
+    assert!(
+        by_op <= 2 && by_code <= 2,
+        "capacity 2 exceeded: {by_op} ops, {by_code} kernels"
+    );
     relayout::set_cache_capacity(relayout::DEFAULT_CAPACITY);
 }

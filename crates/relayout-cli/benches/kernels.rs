@@ -31,9 +31,15 @@ struct Aligned {
 
 impl Aligned {
     fn new(len: usize, seed: u8) -> Aligned {
-        let mut storage: Vec<u8> = (0..len + 64).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) | 1).collect();
+        let mut storage: Vec<u8> = (0..len + 64)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) | 1)
+            .collect();
         let offset = storage.as_mut_ptr().align_offset(64);
-        Aligned { storage, offset, len }
+        Aligned {
+            storage,
+            offset,
+            len,
+        }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -47,7 +53,8 @@ impl Aligned {
 
 fn compile(text: &str) -> relayout::CompiledOp {
     let spec = relayout::parse_op_spec(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-    let op = relayout::Op::from_attrs(&spec.name, &spec.attrs).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let op =
+        relayout::Op::from_attrs(&spec.name, &spec.attrs).unwrap_or_else(|e| panic!("{text}: {e}"));
     relayout::compile(&op, &spec.input).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
@@ -67,7 +74,11 @@ fn kernels(c: &mut Criterion) {
         let mut group = c.benchmark_group(name);
         group.throughput(Throughput::Bytes(out_len as u64));
         group.bench_function(BenchmarkId::new("kernel", out_len), |b| {
-            b.iter(|| kernel.run(black_box(src.bytes()), black_box(dst.bytes_mut())).expect("the buffers have the op's sizes"))
+            b.iter(|| {
+                kernel
+                    .run(black_box(src.bytes()), black_box(dst.bytes_mut()))
+                    .expect("the buffers have the op's sizes")
+            })
         });
         group.bench_function(BenchmarkId::new("memcpy", out_len), |b| {
             b.iter(|| black_box(copy_dst.bytes_mut()).copy_from_slice(black_box(copy_src.bytes())))

@@ -50,7 +50,10 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
     if args.reps == Some(0) {
         return Err("--reps must be at least 1".into());
     }
-    let plan = Plan { budget: BUDGET_PER_CASE, reps: args.reps };
+    let plan = Plan {
+        budget: BUDGET_PER_CASE,
+        reps: args.reps,
+    };
     let cases = selected_cases(&args)?;
     let out = Out { json: args.json };
     let memcpy = Memcpy::new(threads)?;
@@ -104,7 +107,10 @@ impl Out {
 fn thread_count(flag: Option<usize>) -> Result<usize, String> {
     let threads = match (flag, std::env::var("BENCH_THREADS")) {
         (Some(n), _) => n,
-        (None, Ok(text)) => text.trim().parse().map_err(|_| format!("BENCH_THREADS={text:?} is not a number of threads"))?,
+        (None, Ok(text)) => text
+            .trim()
+            .parse()
+            .map_err(|_| format!("BENCH_THREADS={text:?} is not a number of threads"))?,
         (None, Err(_)) => 1,
     };
     if threads == 0 {
@@ -118,7 +124,10 @@ fn selected_cases(args: &BenchArgs) -> Result<Vec<suite::SuiteCase>, String> {
     if let Some(filter) = &args.filter {
         cases.retain(|c| c.name.contains(filter.as_str()));
         if cases.is_empty() {
-            return Err(format!("no case of {} has a name containing {filter:?}", args.suite.display()));
+            return Err(format!(
+                "no case of {} has a name containing {filter:?}",
+                args.suite.display()
+            ));
         }
     }
     Ok(cases)
@@ -128,7 +137,10 @@ fn selected_cases(args: &BenchArgs) -> Result<Vec<suite::SuiteCase>, String> {
 /// compile in a process pays for the JIT's lazy set-up (host ISA detection, ...); doing it here
 /// keeps that cost out of the first case's compile time, and the line shows how large it is.
 fn jit_setup_line() -> Result<String, String> {
-    let op = Op::SpaceToDepth { block_size: 2, data_format: relayout::DataFormat::Nhwc };
+    let op = Op::SpaceToDepth {
+        block_size: 2,
+        data_format: relayout::DataFormat::Nhwc,
+    };
     let input = TensorType::new(DType::F32, [1, 2, 2, 1]);
     let warm_up = |op: &Op, input: &TensorType| {
         clear_cache();
@@ -157,7 +169,12 @@ fn timed_compile(op: &Op, input: &TensorType) -> Result<(CompiledOp, Duration), 
     Ok((compiled.map_err(|e| e.to_string())?, elapsed))
 }
 
-fn bench_case(case: &suite::SuiteCase, threads: usize, plan: Plan, memcpy: &Memcpy) -> Result<CaseResult, String> {
+fn bench_case(
+    case: &suite::SuiteCase,
+    threads: usize,
+    plan: Plan,
+    memcpy: &Memcpy,
+) -> Result<CaseResult, String> {
     let spec = case.spec.as_ref().map_err(Clone::clone)?;
     let op = Op::from_attrs(&spec.op_name, &spec.attrs).map_err(|e| e.to_string())?;
     clear_cache();
@@ -181,7 +198,14 @@ fn bench_case(case: &suite::SuiteCase, threads: usize, plan: Plan, memcpy: &Memc
 /// Allocates the four buffers (kernel src and dst, memcpy src and dst, each page-aligned and
 /// written in full) and runs the interleaved measurement. The memcpy gets buffers of its own so
 /// that, in the steady state, each side finds its data exactly where its previous run left it.
-fn time_case(kernel: &CompiledOp, in_bytes: usize, out_bytes: usize, threads: usize, plan: Plan, memcpy: &Memcpy) -> Result<Timing, String> {
+fn time_case(
+    kernel: &CompiledOp,
+    in_bytes: usize,
+    out_bytes: usize,
+    threads: usize,
+    plan: Plan,
+    memcpy: &Memcpy,
+) -> Result<Timing, String> {
     let dtype = kernel.input_type().dtype;
     let src = AlignedBuf::with_pattern(in_bytes, dtype, 0)?;
     let mut dst = AlignedBuf::with_pattern(out_bytes, dtype, 1)?;

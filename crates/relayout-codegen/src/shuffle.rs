@@ -101,7 +101,10 @@ pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
             // Cheapest per destination vector, then the longest X (fewest scalar leftovers).
             let per_vector = cost * 64 / plan.dst_vectors.len() as u64;
             let key = (per_vector, std::cmp::Reverse(extent));
-            if best.as_ref().is_none_or(|(c, e, _)| key < (*c, std::cmp::Reverse(*e))) {
+            if best
+                .as_ref()
+                .is_none_or(|(c, e, _)| key < (*c, std::cmp::Reverse(*e)))
+            {
                 best = Some((per_vector, extent, plan));
             }
         }
@@ -110,7 +113,8 @@ pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
     // costs fewer instructions than its 16 / run scalar runs of one or two moves each.
     let moves = if run.is_power_of_two() { 1 } else { 2 };
     let scalar = 2 * moves * 64 * V as u64 / run;
-    best.filter(|(c, _, _)| c + 2 * 64 < scalar).map(|(_, _, p)| p)
+    best.filter(|(c, _, _)| c + 2 * 64 < scalar)
+        .map(|(_, _, p)| p)
 }
 
 /// The block of loops `x` (tiled by `tile`) and `f`, if its reads and writes are whole
@@ -121,8 +125,14 @@ fn block(stmt: &LoopStmt, x: usize, f: usize, tile: u64) -> Option<(Plan, u64)> 
     let mut dst = Vec::new();
     for t in 0..tile as i64 {
         for j in 0..lf.extent as i64 {
-            let s = lx.src_stride.checked_mul(t)?.checked_add(lf.src_stride.checked_mul(j)?)?;
-            let d = lx.dst_stride.checked_mul(t)?.checked_add(lf.dst_stride.checked_mul(j)?)?;
+            let s = lx
+                .src_stride
+                .checked_mul(t)?
+                .checked_add(lf.src_stride.checked_mul(j)?)?;
+            let d = lx
+                .dst_stride
+                .checked_mul(t)?
+                .checked_add(lf.dst_stride.checked_mul(j)?)?;
             for c in 0..stmt.bytes as i64 {
                 src.push(s.checked_add(c)?);
                 dst.push(d.checked_add(c)?);
@@ -176,7 +186,9 @@ fn vectors(offsets: &[i64]) -> Option<Vec<i64>> {
 /// The vector and lane of byte `offset`.
 fn locate(starts: &[i64], offset: i64) -> Option<(usize, usize)> {
     let i = starts.partition_point(|&s| s <= offset).checked_sub(1)?;
-    let lane = usize::try_from(offset - starts[i]).ok().filter(|&l| l < V)?;
+    let lane = usize::try_from(offset - starts[i])
+        .ok()
+        .filter(|&l| l < V)?;
     Some((i, lane))
 }
 
@@ -262,12 +274,8 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Candidate> {
 /// A `pshufb` of `c` that puts the bytes of `target` it holds into their lanes (the other
 /// lanes keep their own byte, which is junk to the result).
 fn gather(c: &Candidate, target: &Lanes) -> Candidate {
-    let mask = std::array::from_fn(|p| {
-        c.lanes
-            .iter()
-            .position(|l| *l == target[p])
-            .unwrap_or(p) as u8
-    });
+    let mask =
+        std::array::from_fn(|p| c.lanes.iter().position(|l| *l == target[p]).unwrap_or(p) as u8);
     shuffle(c, c, &mask, 1)
 }
 
@@ -276,7 +284,10 @@ fn gather(c: &Candidate, target: &Lanes) -> Candidate {
 fn gather2(a: &Candidate, b: &Candidate, target: &Lanes) -> Candidate {
     let mask = std::array::from_fn(|p| {
         let t = target[p];
-        match (a.lanes.iter().position(|l| *l == t), b.lanes.iter().position(|l| *l == t)) {
+        match (
+            a.lanes.iter().position(|l| *l == t),
+            b.lanes.iter().position(|l| *l == t),
+        ) {
             (Some(i), _) => i as u8,
             (None, Some(i)) => (V + i) as u8,
             (None, None) => p as u8,
@@ -463,9 +474,14 @@ fn around(
         return inner(b, src, dst);
     };
     let count = count.unwrap_or(Count::Const(l.extent));
-    counted_loop(b, count, src, dst, (l.src_stride, l.dst_stride), &mut |b, s, d| {
-        around(b, rest, None, s, d, inner)
-    })
+    counted_loop(
+        b,
+        count,
+        src,
+        dst,
+        (l.src_stride, l.dst_stride),
+        &mut |b, s, d| around(b, rest, None, s, d, inner),
+    )
 }
 
 /// `count` iterations of loop `l`: whole tiles of `tile` iterations by `block`, then the
@@ -483,8 +499,12 @@ fn tiled(
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
     let big = (
-        l.src_stride.checked_mul(tile as i64).ok_or_else(&overflow)?,
-        l.dst_stride.checked_mul(tile as i64).ok_or_else(&overflow)?,
+        l.src_stride
+            .checked_mul(tile as i64)
+            .ok_or_else(&overflow)?,
+        l.dst_stride
+            .checked_mul(tile as i64)
+            .ok_or_else(&overflow)?,
     );
     match count {
         Count::Const(n) => {

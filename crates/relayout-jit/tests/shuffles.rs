@@ -165,24 +165,51 @@ fn dcr_f32_block2() {
     check(&kernel(
         DType::F32,
         4,
-        vec![lp(8, 128, 512), lp(2, 131072, 256), lp(32, 4, 8), lp(2, 65536, 4)],
+        vec![
+            lp(8, 128, 512),
+            lp(2, 131072, 256),
+            lp(32, 4, 8),
+            lp(2, 65536, 4),
+        ],
         (0, 0),
     ));
     check(&kernel(
         DType::F32,
         4,
-        vec![lp(8, 128, 512), lp(2, 4096, 256), lp(31, 4, 8), lp(2, 2048, 4)],
+        vec![
+            lp(8, 128, 512),
+            lp(2, 4096, 256),
+            lp(31, 4, 8),
+            lp(2, 2048, 4),
+        ],
         (4, 8),
     ));
     for n in [1u64, 3, 4, 7, 9, 33] {
-        check(&kernel(DType::F32, 4, vec![lp(n, 4, 8), lp(2, 1024, 4)], (0, 0)));
-        check(&kernel(DType::F32, 4, vec![lp(n, 8, 4), lp(2, 4, 1024)], (0, 0)));
+        check(&kernel(
+            DType::F32,
+            4,
+            vec![lp(n, 4, 8), lp(2, 1024, 4)],
+            (0, 0),
+        ));
+        check(&kernel(
+            DType::F32,
+            4,
+            vec![lp(n, 8, 4), lp(2, 4, 1024)],
+            (0, 0),
+        ));
     }
 }
 
 /// Interleave (`dst[f x + j] = src[j][x]`) or deinterleave (the reverse) of `f` rows of `n`
 /// runs of `run` bytes, inside an outer loop, with optional reversal of the lane loop.
-fn interleave(dtype: DType, run: u64, f: u64, n: u64, deinterleave: bool, outer: u64) -> LoopKernel {
+fn interleave(
+    dtype: DType,
+    run: u64,
+    f: u64,
+    n: u64,
+    deinterleave: bool,
+    outer: u64,
+) -> LoopKernel {
     let r = run as i64;
     let row = r * n as i64 + 8;
     let (fl, xl) = if deinterleave {

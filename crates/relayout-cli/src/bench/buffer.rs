@@ -36,11 +36,13 @@ impl AlignedBuf {
 
     fn new(len: usize) -> Result<AlignedBuf, String> {
         // A zero-size layout may not be allocated; a one-byte allocation stands in for it.
-        let layout = Layout::from_size_align(len.max(1), ALIGN).map_err(|_| format!("a buffer of {len} bytes is too large"))?;
+        let layout = Layout::from_size_align(len.max(1), ALIGN)
+            .map_err(|_| format!("a buffer of {len} bytes is too large"))?;
         // Zeroed so the bytes are initialised before any slice of them exists (large zeroed
         // allocations come straight from fresh pages, so this costs little).
         // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or_else(|| format!("cannot allocate {len} bytes"))?;
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
+            .ok_or_else(|| format!("cannot allocate {len} bytes"))?;
         Ok(AlignedBuf { ptr, len, layout })
     }
 
@@ -67,7 +69,9 @@ impl Drop for AlignedBuf {
 /// subnormals or NaNs could make the additions slower than real data would.
 fn fill_pattern(bytes: &mut [u8], dtype: DType, seed: u64) {
     let (unit, element): (usize, fn(u64) -> u64) = match dtype {
-        DType::F32 | DType::C64 => (4, |i| u64::from((1.0f32 + (i % 4096) as f32 / 4096.0).to_bits())),
+        DType::F32 | DType::C64 => (4, |i| {
+            u64::from((1.0f32 + (i % 4096) as f32 / 4096.0).to_bits())
+        }),
         DType::F64 | DType::C128 => (8, |i| (1.0f64 + (i % 4096) as f64 / 4096.0).to_bits()),
         DType::F16 => (2, |i| 0x3C00 | (i % 1024)),
         DType::BF16 => (2, |i| 0x3F80 | (i % 128)),
@@ -96,8 +100,24 @@ mod tests {
 
     #[test]
     fn empty_and_odd_sizes() {
-        assert_eq!(AlignedBuf::with_pattern(0, DType::F16, 0).unwrap().as_slice().len(), 0);
-        assert_eq!(AlignedBuf::with_pattern(7, DType::F64, 3).unwrap().as_slice().len(), 7);
-        assert!(AlignedBuf::with_pattern(100, DType::Bool, 0).unwrap().as_slice().iter().all(|&b| b <= 1));
+        assert_eq!(
+            AlignedBuf::with_pattern(0, DType::F16, 0)
+                .unwrap()
+                .as_slice()
+                .len(),
+            0
+        );
+        assert_eq!(
+            AlignedBuf::with_pattern(7, DType::F64, 3)
+                .unwrap()
+                .as_slice()
+                .len(),
+            7
+        );
+        assert!(AlignedBuf::with_pattern(100, DType::Bool, 0)
+            .unwrap()
+            .as_slice()
+            .iter()
+            .all(|&b| b <= 1));
     }
 }

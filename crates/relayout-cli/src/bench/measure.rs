@@ -49,7 +49,9 @@ where
     copy()?;
     let (inner, kernel_batch) = calibrate(&mut kernel)?;
     let copy_batch = time_batch(&mut copy, inner)?;
-    let reps = plan.reps.unwrap_or_else(|| reps_for_budget(plan.budget, kernel_batch + copy_batch));
+    let reps = plan
+        .reps
+        .unwrap_or_else(|| reps_for_budget(plan.budget, kernel_batch + copy_batch));
     let mut kernel_times = Vec::with_capacity(reps);
     let mut copy_times = Vec::with_capacity(reps);
     for _ in 0..reps {
@@ -66,7 +68,9 @@ where
 
 /// Doubles the batch size until a batch of kernel calls lasts `MIN_BATCH`; returns the batch
 /// size and the last batch's time.
-fn calibrate<K: FnMut() -> Result<(), String>>(kernel: &mut K) -> Result<(usize, Duration), String> {
+fn calibrate<K: FnMut() -> Result<(), String>>(
+    kernel: &mut K,
+) -> Result<(usize, Duration), String> {
     let mut inner = 1;
     loop {
         let t = time_batch(kernel, inner)?;
@@ -82,7 +86,10 @@ fn reps_for_budget(budget: Duration, pair: Duration) -> usize {
     ((budget.as_secs_f64() / pair).ceil() as usize).clamp(MIN_REPS, MAX_REPS)
 }
 
-fn time_batch<F: FnMut() -> Result<(), String>>(f: &mut F, inner: usize) -> Result<Duration, String> {
+fn time_batch<F: FnMut() -> Result<(), String>>(
+    f: &mut F,
+    inner: usize,
+) -> Result<Duration, String> {
     let start = Instant::now();
     for _ in 0..black_box(inner) {
         f()?;
@@ -113,19 +120,42 @@ mod tests {
 
     #[test]
     fn budget_bounds() {
-        assert_eq!(reps_for_budget(Duration::from_secs(1), Duration::from_secs(2)), MIN_REPS);
-        assert_eq!(reps_for_budget(Duration::from_secs(1), Duration::from_millis(10)), 100);
-        assert_eq!(reps_for_budget(Duration::from_secs(1), Duration::ZERO), MAX_REPS);
+        assert_eq!(
+            reps_for_budget(Duration::from_secs(1), Duration::from_secs(2)),
+            MIN_REPS
+        );
+        assert_eq!(
+            reps_for_budget(Duration::from_secs(1), Duration::from_millis(10)),
+            100
+        );
+        assert_eq!(
+            reps_for_budget(Duration::from_secs(1), Duration::ZERO),
+            MAX_REPS
+        );
     }
 
     #[test]
     fn fixed_reps_and_errors() {
-        let plan = Plan { budget: Duration::ZERO, reps: Some(7) };
+        let plan = Plan {
+            budget: Duration::ZERO,
+            reps: Some(7),
+        };
         let t = measure(plan, || Ok(()), || Ok(())).unwrap();
         assert_eq!(t.reps, 7);
         assert!(t.inner > 1, "empty calls are batched");
         let mut calls = 0;
-        let failing = measure(plan, || { calls += 1; if calls > 3 { Err("boom".into()) } else { Ok(()) } }, || Ok(()));
+        let failing = measure(
+            plan,
+            || {
+                calls += 1;
+                if calls > 3 {
+                    Err("boom".into())
+                } else {
+                    Ok(())
+                }
+            },
+            || Ok(()),
+        );
         assert_eq!(failing.err().as_deref(), Some("boom"));
     }
 }

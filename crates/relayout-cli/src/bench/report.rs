@@ -74,7 +74,12 @@ pub fn notes(results: &[CaseResult], threads: usize) -> Vec<String> {
         notes.push("* Col2Im: GB/s counts input + output bytes; its memcpy reference copies only the output bytes, so its ratio is naturally far above 1.".into());
     }
     notes.extend(cache_note(results));
-    notes.extend(results.iter().filter(|r| r.timing.inner > 1).map(per_call_note));
+    notes.extend(
+        results
+            .iter()
+            .filter(|r| r.timing.inner > 1)
+            .map(per_call_note),
+    );
     notes
 }
 
@@ -88,9 +93,24 @@ fn cache_note(results: &[CaseResult]) -> Option<String> {
     if results.is_empty() {
         return None;
     }
-    let ratio = median(results.iter().map(|r| r.recompile.as_secs_f64() / r.compile.as_secs_f64().max(1e-12)).collect());
-    let miss_us = median(results.iter().map(|r| r.compile.as_secs_f64() * 1e6).collect());
-    let again_us = median(results.iter().map(|r| r.recompile.as_secs_f64() * 1e6).collect());
+    let ratio = median(
+        results
+            .iter()
+            .map(|r| r.recompile.as_secs_f64() / r.compile.as_secs_f64().max(1e-12))
+            .collect(),
+    );
+    let miss_us = median(
+        results
+            .iter()
+            .map(|r| r.compile.as_secs_f64() * 1e6)
+            .collect(),
+    );
+    let again_us = median(
+        results
+            .iter()
+            .map(|r| r.recompile.as_secs_f64() * 1e6)
+            .collect(),
+    );
     Some(if ratio < 0.1 {
         format!("compile cache: a miss took {miss_us:.0} us and a hit {again_us:.1} us (medians over the cases; a hit costs {:.2}% of a miss).", ratio * 100.0)
     } else {
@@ -129,13 +149,21 @@ mod tests {
             out_bytes: 1000,
             compile: Duration::from_micros(300),
             recompile: Duration::from_micros(250),
-            timing: Timing { kernel_ns: 2000.4, memcpy_ns: 1000.0, reps: 5, inner: 64 },
+            timing: Timing {
+                kernel_ns: 2000.4,
+                memcpy_ns: 1000.0,
+                reps: 5,
+                inner: 64,
+            },
         }
     }
 
     #[test]
     fn json_line_is_exact() {
-        assert_eq!(json_line(&result("a\"b")), r#"{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000}"#);
+        assert_eq!(
+            json_line(&result("a\"b")),
+            r#"{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000}"#
+        );
     }
 
     #[test]
@@ -143,11 +171,17 @@ mod tests {
         let r = result("s2d_tiny");
         assert!(row(&r).contains(" 2.00 "));
         let notes = notes(&[r], 1);
-        assert!(notes.iter().any(|n| n.starts_with("compile cache: none seen")));
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("compile cache: none seen")));
         let mut hit = result("hit");
         hit.recompile = Duration::from_micros(2);
-        assert!(super::notes(&[hit], 1).iter().any(|n| n.starts_with("compile cache: a miss took 300 us and a hit 2.0 us")));
-        assert!(notes.iter().any(|n| n.starts_with("s2d_tiny: 2000 ns per call")));
+        assert!(super::notes(&[hit], 1)
+            .iter()
+            .any(|n| n.starts_with("compile cache: a miss took 300 us and a hit 2.0 us")));
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("s2d_tiny: 2000 ns per call")));
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub struct CaseSpec {
 
 /// Reads and parses the suite file; the error is one line that names the file.
 pub fn load(path: &Path) -> Result<Vec<SuiteCase>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -36,7 +37,11 @@ fn parse(text: &str) -> Result<Vec<SuiteCase>, String> {
     let Value::Array(entries) = value else {
         return Err("the suite must be a JSON array of cases".into());
     };
-    entries.iter().enumerate().map(|(i, entry)| parse_entry(i, entry)).collect()
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| parse_entry(i, entry))
+        .collect()
 }
 
 fn parse_entry(index: usize, entry: &Value) -> Result<SuiteCase, String> {
@@ -48,7 +53,10 @@ fn parse_entry(index: usize, entry: &Value) -> Result<SuiteCase, String> {
         Some(Value::String(s)) => s.clone(),
         _ => return Err(format!("case #{index} has no string \"name\"")),
     };
-    Ok(SuiteCase { name, spec: case_spec(fields) })
+    Ok(SuiteCase {
+        name,
+        spec: case_spec(fields),
+    })
 }
 
 fn case_spec(fields: &Map<String, Value>) -> Result<CaseSpec, String> {
@@ -58,32 +66,54 @@ fn case_spec(fields: &Map<String, Value>) -> Result<CaseSpec, String> {
     };
     let attrs = match fields.get("attrs") {
         None => Attrs::new(),
-        Some(Value::Object(map)) => map.iter().map(|(k, v)| Ok((k.clone(), attr_value(k, v)?))).collect::<Result<_, String>>()?,
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), attr_value(k, v)?)))
+            .collect::<Result<_, String>>()?,
         Some(_) => return Err("\"attrs\" is not an object".into()),
     };
     let dtype = match fields.get("dtype") {
-        Some(Value::String(s)) => DType::from_name(s).ok_or_else(|| format!("unknown dtype \"{s}\""))?,
+        Some(Value::String(s)) => {
+            DType::from_name(s).ok_or_else(|| format!("unknown dtype \"{s}\""))?
+        }
         _ => return Err("no string \"dtype\"".into()),
     };
     let shape = match fields.get("input_shape") {
-        Some(Value::Array(dims)) => dims.iter().map(dimension).collect::<Result<Vec<u64>, String>>()?,
+        Some(Value::Array(dims)) => dims
+            .iter()
+            .map(dimension)
+            .collect::<Result<Vec<u64>, String>>()?,
         _ => return Err("no array \"input_shape\"".into()),
     };
-    Ok(CaseSpec { op_name, attrs, input: TensorType::new(dtype, shape) })
+    Ok(CaseSpec {
+        op_name,
+        attrs,
+        input: TensorType::new(dtype, shape),
+    })
 }
 
 fn dimension(v: &Value) -> Result<u64, String> {
-    v.as_u64().ok_or_else(|| format!("input_shape: {v} is not a non-negative integer"))
+    v.as_u64()
+        .ok_or_else(|| format!("input_shape: {v} is not a non-negative integer"))
 }
 
 /// JSON to an attribute value, as the conformance format reads it: integers, strings and
 /// (nested) lists of them.
 fn attr_value(key: &str, v: &Value) -> Result<AttrValue, String> {
     match v {
-        Value::Number(n) => n.as_i64().map(AttrValue::Int).ok_or_else(|| format!("attribute `{key}`: {n} is not a 64-bit integer")),
+        Value::Number(n) => n
+            .as_i64()
+            .map(AttrValue::Int)
+            .ok_or_else(|| format!("attribute `{key}`: {n} is not a 64-bit integer")),
         Value::String(s) => Ok(AttrValue::Str(s.clone())),
-        Value::Array(items) => items.iter().map(|i| attr_value(key, i)).collect::<Result<_, _>>().map(AttrValue::List),
-        other => Err(format!("attribute `{key}`: {other} is not an integer, a string or a list")),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| attr_value(key, i))
+            .collect::<Result<_, _>>()
+            .map(AttrValue::List),
+        other => Err(format!(
+            "attribute `{key}`: {other} is not an integer, a string or a list"
+        )),
     }
 }
 
@@ -98,7 +128,13 @@ mod tests {
         let spec = cases[0].spec.as_ref().unwrap();
         assert_eq!(spec.input, TensorType::new(DType::F32, [1, 2, 2, 1]));
         assert_eq!(spec.attrs["block_size"], AttrValue::Int(2));
-        assert_eq!(spec.attrs["paddings"], AttrValue::List(vec![AttrValue::List(vec![AttrValue::Int(0), AttrValue::Int(1)])]));
+        assert_eq!(
+            spec.attrs["paddings"],
+            AttrValue::List(vec![AttrValue::List(vec![
+                AttrValue::Int(0),
+                AttrValue::Int(1)
+            ])])
+        );
     }
 
     #[test]
