@@ -1,3 +1,5 @@
+//! **Status: first version, not yet covered by tests in the repository; do not rely on it yet.**
+//!
 //! What a compiled kernel does to the bytes, in the terms a graph optimizer decides with: is it
 //! a view (nothing moves), a slice or a pad of one contiguous block, a transpose, or a general
 //! gather?

@@ -1,3 +1,5 @@
+//! **Status: first version, not yet covered by tests in the repository; do not rely on it yet.**
+//!
 //! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
 //!
 //! Every op but Col2Im lowers to a *gather* over its output: an optional zero fill of the
