@@ -1,0 +1,314 @@
+//! Every kernel we can think of, run with its source and destination flush against an
+//! inaccessible page (tests/support/guarded.rs): first at the end of each buffer, then at the
+//! start. A generated load or store one byte outside either buffer kills the test binary with
+//! SIGSEGV instead of passing unnoticed, as it would in an ordinary Vec with spare capacity or
+//! a neighbour behind it. The last two tests prove that the guard does catch such an access.
+
+#![cfg(target_os = "linux")]
+
+#[path = "support/fuzz_bodies.rs"]
+mod bodies;
+
+use bodies::guarded::{Guard, GuardedBuf};
+use bodies::{byte_len, random_bytes};
+use relayout::conformance::{compare, find_cases, load_case, Expected};
+use relayout::ir::{DType, TensorType};
+use relayout::{compile, CompiledOp, Op};
+use std::path::Path;
+
+/// Runs `kernel` on `src` in guarded buffers, with each guard and on one and two threads, and
+/// returns the first result that `check` rejects (with how it was run), or `None`.
+fn run_guarded(
+    kernel: &CompiledOp,
+    src: &[u8],
+    check: &dyn Fn(&[u8]) -> Result<(), String>,
+) -> Option<String> {
+    let out_len = byte_len(kernel.output_type());
+    for guard in Guard::BOTH {
+        for threads in [1, 2] {
+            let src = GuardedBuf::from_bytes(src, guard);
+            // Garbage in the destination: a kernel must write every byte it is responsible for.
+            let mut dst = GuardedBuf::from_bytes(&random_bytes(out_len, 99), guard);
+            let run = if threads == 1 {
+                kernel.run(&src, &mut dst)
+            } else {
+                kernel.run_threaded(&src, &mut dst, threads)
+            };
+            if let Err(e) = run.map_err(|e| e.to_string()).and_then(|()| check(&dst)) {
+                return Some(format!("guard at {guard:?}, {threads} thread(s): {e}"));
+            }
+        }
+    }
+    None
+}
+
+/// Compiles `op` for `input`, runs it guarded on random data, and compares with the reference
+/// implementation.
+fn check_against_reference(op: &Op, input: &TensorType, seed: u64) -> Result<(), String> {
+    let kernel = compile(op, input).map_err(|e| format!("does not compile: {e}"))?;
+    let src = random_bytes(byte_len(input), seed);
+    let want = relayout_reference::reference(op, input, &src)
+        .map_err(|e| format!("the reference refused it: {e}"))?;
+    let output = kernel.output_type().clone();
+    match run_guarded(&kernel, &src, &|got| {
+        compare(&output, &want, got, None).map_err(|m| m.to_string())
+    }) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn every_conformance_case_in_guarded_buffers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let (mut ran, mut failures) = (0, Vec::new());
+    for path in find_cases(&dir) {
+        let case = load_case(&path).unwrap_or_else(|e| panic!("{e}"));
+        // Invalid cases never reach machine code; tests/conformance.rs checks their errors.
+        let (
+            Expected::Output {
+                ty,
+                bytes,
+                tolerance,
+            },
+            Some(input),
+        ) = (&case.expected, &case.input_bytes)
+        else {
+            continue;
+        };
+        let kernel = match Op::from_attrs(&case.op_name, &case.attrs)
+            .map_err(relayout::Error::from)
+            .and_then(|op| compile(&op, &case.input))
+        {
+            Ok(k) => k,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        if let Some(why) = run_guarded(&kernel, input, &|got| {
+            compare(ty, bytes, got, *tolerance).map_err(|m| m.to_string())
+        }) {
+            failures.push(format!("{}: {why}", case.name));
+        }
+        ran += 1;
+    }
+    assert!(
+        ran >= 100,
+        "only {ran} valid cases found under {}",
+        dir.display()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The op of a bench/suite.json entry on a small input of the same attributes: each input dim
+/// is shrunk to the smallest value from 3 up that keeps the op valid (so divisibility by the
+/// block sizes, crops and paddings stays as it was). Col2Im's input is fixed by its attributes,
+/// so its image is shrunk instead and the input recomputed.
+fn small_variant(entry: &serde_json::Value) -> (String, Op, TensorType) {
+    let name = entry["name"].as_str().expect("a name").to_string();
+    let mut attrs = relayout::attrs_from_json(&entry["attrs"]).expect("suite attributes");
+    let dtype = DType::from_name(entry["dtype"].as_str().expect("a dtype")).expect("a dtype");
+    let mut shape: Vec<u64> = entry["input_shape"]
+        .as_array()
+        .expect("an input shape")
+        .iter()
+        .map(|d| d.as_u64().expect("a dim"))
+        .collect();
+    let op_name = entry["op"].as_str().expect("an op");
+    if op_name == "Col2Im" {
+        return small_col2im(name, &mut attrs, dtype, &shape);
+    }
+    let op = Op::from_attrs(op_name, &attrs).expect("a valid suite op");
+    for i in 0..shape.len() {
+        let full = shape[i];
+        let candidates = full.min(3)..=full.min(256);
+        if let Some(v) = candidates.into_iter().find(|&v| {
+            let mut trial = shape.clone();
+            trial[i] = v;
+            op.output_type(&TensorType::new(dtype, trial)).is_ok()
+        }) {
+            shape[i] = v;
+        }
+    }
+    (name, op, TensorType::new(dtype, shape))
+}
+
+fn small_col2im(
+    name: String,
+    attrs: &mut relayout::Attrs,
+    dtype: DType,
+    shape: &[u64],
+) -> (String, Op, TensorType) {
+    let Op::Col2Im {
+        image_shape,
+        block_shape,
+        dilations,
+        pads,
+        strides,
+    } = Op::from_attrs("Col2Im", attrs).expect("a valid suite op")
+    else {
+        unreachable!("Col2Im attributes make a Col2Im")
+    };
+    let m = image_shape.len();
+    let mut blocks = 1i64;
+    let mut image = Vec::with_capacity(m);
+    for i in 0..m {
+        let (pb, pe) = (pads[i], pads[m + i]);
+        let span = dilations[i] * (block_shape[i] - 1) + 1;
+        let img = image_shape[i].min(6).max(span - pb - pe);
+        blocks *= (img + pb + pe - span) / strides[i] + 1;
+        image.push(img);
+    }
+    let k: i64 = block_shape.iter().product();
+    let op = Op::Col2Im {
+        image_shape: image,
+        block_shape,
+        dilations,
+        pads,
+        strides,
+    };
+    // Two images of two channels, and an integer type of the suite's width, so that sums are
+    // exact in any order.
+    let dtype = match dtype.size() {
+        1 => DType::U8,
+        2 => DType::I16,
+        4 => DType::I32,
+        _ => DType::I64,
+    };
+    let input = TensorType::new(dtype, [shape[0].min(2), 2 * k as u64, blocks as u64]);
+    (name, op, input)
+}
+
+#[test]
+fn bench_suite_ops_on_small_shapes() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/suite.json");
+    let text = std::fs::read_to_string(&path).expect("bench/suite.json");
+    let suite: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
+    assert!(!suite.is_empty());
+    let mut failures = Vec::new();
+    for (i, entry) in suite.iter().enumerate() {
+        let (name, op, input) = small_variant(entry);
+        let size = input.size_bytes().expect("small");
+        assert!(size <= 256 << 10, "{name}: {input} is not small");
+        if let Err(why) = check_against_reference(&op, &input, i as u64) {
+            failures.push(format!("{name} ({op:?} on {input}): {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Statements are split over threads only when they move at least twice 256 KiB, so these
+/// shapes are large enough that `run_threaded` really cuts them at the guard pages' edges.
+#[test]
+fn medium_shapes_split_over_threads() {
+    let specs = [
+        "SpaceToDepth {block_size = 2} : tensor<2x64x64x32xf32>",
+        r#"SpaceToDepth {block_size = 4, data_format = "NCHW_VECT_C"} : tensor<4x8x96x64x4xi8>"#,
+        r#"DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x64x64x64xf32>"#,
+        r#"DepthToSpace {block_size = 3, data_format = "NCHW"} : tensor<3x27x61x59xf16>"#,
+        "SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 2], [1, 2]]} : tensor<2x61x61x32xf32>",
+        "SpaceToBatch {block_size = 2, paddings = [[0, 1], [1, 0]]} : tensor<4x95x95x24xui8>",
+        "BatchToSpaceND {block_shape = [2, 2], crops = [[1, 2], [1, 2]]} : tensor<8x34x34x32xf32>",
+        "BatchToSpace {block_size = 3, crops = [[1, 1], [0, 2]]} : tensor<9x21x23x17xcomplex<f64>>",
+        "SpaceToBatchND {block_shape = [8], paddings = [[3, 5]]} : tensor<4x4000x16xf32>",
+        "Col2Im {image_shape = [32, 32], block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x144x1024xi32>",
+    ];
+    let mut failures = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let size = parsed.input.size_bytes().unwrap();
+        assert!(size >= 512 << 10, "{spec} is too small to be split");
+        if let Err(why) = check_against_reference(&op, &parsed.input, i as u64) {
+            failures.push(format!("{spec}: {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Random small ops of all seven kinds through the differential body, which runs the JIT in
+/// guarded buffers.
+#[test]
+fn random_ops_in_guarded_buffers() {
+    for seed in 0..300u64 {
+        let data = random_bytes(48, seed);
+        bodies::differential_bytes(&data);
+    }
+}
+
+/// Random loop kernels whose accesses reach exactly the first and last byte of each buffer:
+/// the verifier's bounds, the code generator's vector and memcpy paths, and the guard pages
+/// all meet at the edge.
+#[test]
+fn random_tight_loop_kernels_in_guarded_buffers() {
+    for seed in 0..300u64 {
+        let data = random_bytes(96, seed ^ 0x5eed);
+        bodies::tight_loops_bytes(&data);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proof that the guard works: a child process writes one byte outside a guarded buffer and
+// must die of SIGSEGV.
+
+/// What the child test does, from this environment variable: `end` and `start` write just
+/// outside the buffer, `inside` writes its last byte (and must survive).
+const CHILD_ENV: &str = "RELAYOUT_GUARD_CHILD";
+
+/// Not a test of its own: the body of the child process of `the_guard_catches_overruns`.
+/// Without the environment variable it does nothing.
+#[test]
+fn guard_child() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let guard = match mode.as_str() {
+        "start" => Guard::Start,
+        _ => Guard::End,
+    };
+    let mut buf = GuardedBuf::new(100, guard);
+    if mode == "inside" {
+        buf[99] = 1;
+        buf[0] = 1;
+        return;
+    }
+    buf.poke_outside();
+    panic!("the write outside the buffer did not fault");
+}
+
+/// Runs `guard_child` in a child process with `mode`, and returns its exit status.
+fn run_child(mode: &str) -> std::process::ExitStatus {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args(["guard_child", "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD_ENV, mode)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The filter must have matched, or the child "passed" without doing anything.
+    assert!(
+        mode != "inside" || stdout.contains("1 passed"),
+        "the child ran no test:\n{stdout}"
+    );
+    out.status
+}
+
+#[test]
+fn the_guard_catches_overruns_and_underruns() {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGSEGV: i32 = 11;
+    let inside = run_child("inside");
+    assert!(
+        inside.success(),
+        "writing inside the buffer failed: {inside:?}"
+    );
+    for mode in ["end", "start"] {
+        let status = run_child(mode);
+        assert_eq!(
+            status.signal(),
+            Some(SIGSEGV),
+            "a write just outside a buffer guarded at the {mode} was not caught: {status:?}"
+        );
+    }
+}
