@@ -1,5 +1,3 @@
-//! **Status: first version, not yet covered by tests in the repository; do not rely on it yet.**
-//!
 //! What a compiled kernel does to the bytes, in the terms a graph optimizer decides with: is it
 //! a view (nothing moves), a slice or a pad of one contiguous block, a transpose, or a general
 //! gather?
@@ -9,6 +7,18 @@
 //! movement look the same. It is exact where it answers one of the specific variants: each of
 //! them is proven from the strides and offsets, never guessed from the op's name. When the
 //! proof does not go through, the answer is the conservative [`Movement::Gather`].
+//!
+//! The proofs, in short. A *permutation* is one copy statement whose loops, with the
+//! contiguous run as one more axis, lay out both the whole input and the whole output in
+//! row-major order (each stride is the next smaller one times its extent); sorting the axes by
+//! source stride gives numpy's `shape`, sorting them by destination stride gives `perm`. A
+//! *contiguous copy* is any number of copy statements that keep the order of the bytes with
+//! one shift (`dst[x] = src[x + shift]`: equal strides on both sides, equal offset
+//! differences), whose written bytes merge into one range, with fills before them zeroing the
+//! rest; *no movement* is the contiguous copy of the whole input with no shift. The pipeline
+//! can leave an identity in pieces (a fused round trip becomes one statement per sub-box of
+//! its padding), which is why several statements are accepted. Listing the written ranges
+//! stops at [`MAX_RUNS`] runs; past that the answer is a gather.
 
 use crate::CompiledOp;
 use relayout_ir::{LoopAction, LoopKernel, LoopStmt};
@@ -80,6 +90,19 @@ pub enum Movement {
 
 impl CompiledOp {
     /// What this op does with the bytes of its input; see [`Movement`].
+    ///
+    /// ```
+    /// use relayout::{compile, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
+    ///
+    /// // On a one-pixel image the block is the whole depth, already in output order.
+    /// let op = Op::DepthToSpace {
+    ///     block_size: 2,
+    ///     data_format: DataFormat::Nhwc,
+    ///     mode: DepthToSpaceMode::Dcr,
+    /// };
+    /// let kernel = compile(&op, &TensorType::new(DType::U8, [2, 1, 1, 12])).unwrap();
+    /// assert_eq!(kernel.movement(), Movement::NoMovement);
+    /// ```
     pub fn movement(&self) -> Movement {
         movement(&self.stages().loops)
     }
@@ -131,40 +154,28 @@ pub fn movement(kernel: &LoopKernel) -> Movement {
         };
     }
     // Statements without points do nothing, whatever their strides.
-    let live: Vec<(usize, &LoopStmt)> = kernel
-        .stmts
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.trip_count() > 0)
-        .collect();
+    let live: Vec<&LoopStmt> = kernel.stmts.iter().filter(|s| s.trip_count() > 0).collect();
     // Accumulating onto zeros is not a copy bit for bit (-0.0 + 0.0 is +0.0), so a scatter-add
     // is never reported as anything but a gather.
-    if live.iter().any(|(_, s)| s.action == LoopAction::Accumulate) {
+    if live.iter().any(|s| s.action == LoopAction::Accumulate) {
         return gather();
     }
-    let copies: Vec<(usize, &LoopStmt)> = live
-        .iter()
-        .copied()
-        .filter(|(_, s)| s.action == LoopAction::Copy)
-        .collect();
-    let [(copy_index, copy)] = copies[..] else {
-        return gather();
-    };
     let elem = kernel.dtype().size();
-    let fills = live.iter().filter(|(_, s)| s.action == LoopAction::Fill);
-    if let Some(m) = contiguous(copy_index, copy, fills, elem, src_size, dst_size) {
+    if let Some(m) = shifted_block(&live, elem, src_size, dst_size) {
         return m;
     }
-    if live.len() == 1 {
-        if let Some(m) = permutation(copy, elem, src_size, dst_size) {
-            return m;
+    if let [copy] = live[..] {
+        if copy.action == LoopAction::Copy {
+            if let Some(m) = permutation(copy, elem, src_size, dst_size) {
+                return m;
+            }
         }
     }
     gather()
 }
 
-/// One axis of a loop statement in elements' terms: `extent` steps of `src` and `dst` bytes.
-/// The contiguous run of a statement is an axis too, of stride one element on both sides.
+/// One axis of a loop statement: `extent` steps of `src` and `dst` bytes. The contiguous run
+/// of a statement is an axis too, with a stride of one element on both sides.
 #[derive(Clone, Copy, Debug)]
 struct Axis {
     extent: u64,
@@ -213,43 +224,52 @@ fn dense(axes: &[Axis], stride: impl Fn(&Axis) -> i64, elem: u64) -> Option<(Vec
     Some((order, span))
 }
 
-/// The half-open byte range `[lo, hi)` of the destination that `stmt` writes, when it writes
-/// one contiguous block.
-fn dst_block(stmt: &LoopStmt, elem: u64) -> Option<(u64, u64)> {
-    let (_, span) = dense(&axes(stmt, elem), |a| a.dst, elem)?;
-    let lo = u64::try_from(stmt.dst_offset).ok()?;
-    Some((lo, lo.checked_add(span)?))
-}
+/// How many contiguous runs of written bytes [`movement`] lists, at most, to prove that copy
+/// statements write one contiguous block and fills zero the rest. A statement that writes one
+/// contiguous block is one run whatever its size; only kernels split into many strided pieces
+/// reach the limit, and they get the conservative answer, [`Movement::Gather`].
+pub const MAX_RUNS: usize = 1 << 18;
 
-/// [`Movement::NoMovement`] or [`Movement::ContiguousCopy`], when the one copy moves a
-/// contiguous block in order and the fills zero everything else. A fill that overlaps the
-/// copied block must come before the copy, so that the copy has the last word there.
-fn contiguous<'a>(
-    copy_index: usize,
-    copy: &LoopStmt,
-    fills: impl Iterator<Item = &'a (usize, &'a LoopStmt)>,
-    elem: u64,
-    src_size: u64,
-    dst_size: u64,
-) -> Option<Movement> {
-    let axes = axes(copy, elem);
-    // Equal strides on both sides: the copy keeps the order of the bytes.
-    if axes.iter().any(|a| a.src != a.dst) {
-        return None;
-    }
-    let (lo, hi) = dst_block(copy, elem)?;
-    let src_offset = u64::try_from(copy.src_offset).ok()?;
-    let mut covered = vec![(lo, hi)];
-    for &(index, fill) in fills {
-        let (f_lo, f_hi) = dst_block(fill, elem)?;
-        if index > copy_index && f_lo < hi && lo < f_hi {
-            return None;
+/// [`Movement::NoMovement`] or [`Movement::ContiguousCopy`], when every copy statement keeps
+/// the order of the bytes with the same shift (`dst[x] = src[x + shift]`), the copies together
+/// write one contiguous block, and the fills zero everything else.
+///
+/// The pipeline may leave an identity in pieces (one statement per sub-box of a split guard),
+/// so the copies are not required to be one statement: the bytes they write are listed as
+/// runs and merged. Fills must all come before the first copy, so that the copies have the
+/// last word wherever they write.
+fn shifted_block(live: &[&LoopStmt], elem: u64, src_size: u64, dst_size: u64) -> Option<Movement> {
+    let mut shift: Option<i64> = None;
+    let mut copied = Vec::new();
+    let mut zeroed = Vec::new();
+    let mut budget = MAX_RUNS;
+    for &stmt in live {
+        let axes = axes(stmt, elem);
+        match stmt.action {
+            LoopAction::Copy => {
+                // Equal strides on both sides: the statement keeps the order of the bytes.
+                if axes.iter().any(|a| a.src != a.dst) {
+                    return None;
+                }
+                let s = stmt.src_offset.checked_sub(stmt.dst_offset)?;
+                if *shift.get_or_insert(s) != s {
+                    return None;
+                }
+                runs(stmt, &axes, elem, &mut budget, &mut copied)?;
+            }
+            LoopAction::Fill if shift.is_none() => {
+                runs(stmt, &axes, elem, &mut budget, &mut zeroed)?;
+            }
+            _ => return None,
         }
-        covered.push((f_lo, f_hi));
     }
-    if !covers(&mut covered, dst_size) {
+    let shift = shift?;
+    let (lo, hi) = single_range(&mut copied)?;
+    zeroed.push((lo, hi));
+    if single_range(&mut zeroed)? != (0, dst_size) {
         return None;
     }
+    let src_offset = u64::try_from(i64::try_from(lo).ok()?.checked_add(shift)?).ok()?;
     if lo == 0 && hi == dst_size && src_offset == 0 && src_size == dst_size {
         return Some(Movement::NoMovement);
     }
@@ -260,17 +280,65 @@ fn contiguous<'a>(
     })
 }
 
-/// Whether the union of the half-open ranges holds all of `[0, size)`.
-fn covers(ranges: &mut [(u64, u64)], size: u64) -> bool {
-    ranges.sort_unstable();
-    let mut reached = 0u64;
-    for &(lo, hi) in ranges.iter() {
-        if lo > reached {
-            return false;
+/// Lists the destination byte ranges `[lo, hi)` that `stmt` writes, merging the innermost
+/// axes that continue one another into one run, or `None` when a stride is negative or the
+/// runs would exceed `budget`.
+fn runs(
+    stmt: &LoopStmt,
+    axes: &[Axis],
+    elem: u64,
+    budget: &mut usize,
+    out: &mut Vec<(u64, u64)>,
+) -> Option<()> {
+    let mut order: Vec<&Axis> = axes.iter().collect();
+    order.sort_by_key(|a| a.dst);
+    // The longest prefix of axes, smallest stride first, that tiles one contiguous run.
+    let mut run = elem;
+    let mut inner = 0;
+    for a in &order {
+        if u64::try_from(a.dst).ok()? != run {
+            break;
         }
-        reached = reached.max(hi);
+        run = run.checked_mul(a.extent)?;
+        inner += 1;
     }
-    reached >= size
+    let outer = &order[inner..];
+    let count = outer.iter().try_fold(1usize, |n, a| {
+        n.checked_mul(usize::try_from(a.extent).ok()?)
+    })?;
+    *budget = budget.checked_sub(count)?;
+    // An odometer over the outer axes, the last one fastest.
+    let mut index = vec![0u64; outer.len()];
+    for _ in 0..count {
+        let mut at = stmt.dst_offset;
+        for (a, &i) in outer.iter().zip(&index) {
+            at = at.checked_add(a.dst.checked_mul(i64::try_from(i).ok()?)?)?;
+        }
+        let lo = u64::try_from(at).ok()?;
+        out.push((lo, lo.checked_add(run)?));
+        for (k, a) in outer.iter().enumerate().rev() {
+            index[k] += 1;
+            if index[k] < a.extent {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    Some(())
+}
+
+/// The one range `[lo, hi)` that the union of `ranges` is, or `None` when it has a gap (or
+/// there are no ranges).
+fn single_range(ranges: &mut [(u64, u64)]) -> Option<(u64, u64)> {
+    ranges.sort_unstable();
+    let (lo, mut hi) = *ranges.first()?;
+    for &(l, h) in ranges.iter() {
+        if l > hi {
+            return None;
+        }
+        hi = hi.max(h);
+    }
+    Some((lo, hi))
 }
 
 /// [`Movement::Permutation`] (or [`Movement::NoMovement`] when the axes turn out to be in
@@ -332,10 +400,7 @@ mod tests {
     #[test]
     fn merges_axes_that_move_together() {
         // (a, b, c) -> (c, a, b): a and b stay together.
-        assert_eq!(
-            merge_axes(&[2, 3, 4], &[2, 0, 1]),
-            (vec![6, 4], vec![1, 0])
-        );
+        assert_eq!(merge_axes(&[2, 3, 4], &[2, 0, 1]), (vec![6, 4], vec![1, 0]));
         assert_eq!(merge_axes(&[2, 3], &[0, 1]), (vec![6], vec![0]));
         assert_eq!(
             merge_axes(&[2, 2, 2, 2], &[0, 2, 1, 3]),
@@ -344,9 +409,10 @@ mod tests {
     }
 
     #[test]
-    fn coverage() {
-        assert!(covers(&mut [(4, 8), (0, 4)], 8));
-        assert!(!covers(&mut [(5, 8), (0, 4)], 8));
-        assert!(!covers(&mut [(0, 4)], 8));
+    fn ranges_merge_into_one_or_not() {
+        assert_eq!(single_range(&mut [(4, 8), (0, 4)]), Some((0, 8)));
+        assert_eq!(single_range(&mut [(2, 3), (0, 6), (5, 8)]), Some((0, 8)));
+        assert_eq!(single_range(&mut [(5, 8), (0, 4)]), None);
+        assert_eq!(single_range(&mut []), None);
     }
 }

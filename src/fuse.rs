@@ -1,5 +1,3 @@
-//! **Status: first version, not yet covered by tests in the repository; do not rely on it yet.**
-//!
 //! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
 //!
 //! Every op but Col2Im lowers to a *gather* over its output: an optional zero fill of the
@@ -70,7 +68,8 @@ pub struct FusedOp {
 }
 
 /// Composes `ops`, applied one after another to a tensor of type `input`, into one index-map
-/// kernel, without simplifying it: the `lowered` stage of [`compile_chain`].
+/// kernel: the `lowered` stage of [`compile_chain`]. The maps are canonicalized after each
+/// step of the composition (which keeps them small), and nothing else is simplified.
 ///
 /// Each op is validated against the type the previous op produces.
 pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
@@ -102,7 +101,7 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
         })?;
         chain = Some(match chain {
             None => step,
-            Some(before) => before.then(step),
+            Some(before) => before.then(step).simplified(input, &kernel.dst),
         });
         ty = kernel.dst;
     }
@@ -184,10 +183,12 @@ impl FusedOp {
         &self.ops
     }
 
+    /// The type of the chain's input.
     pub fn input_type(&self) -> &TensorType {
         &self.stages.lowered.src
     }
 
+    /// The type of the chain's output: the last op's.
     pub fn output_type(&self) -> &TensorType {
         &self.stages.lowered.dst
     }
@@ -252,12 +253,14 @@ impl std::fmt::Debug for FusedOp {
 
 /// A kernel in gather form over its output box: whether it zero-fills the whole output
 /// first, and the one copy that follows (`None` when the output is all zeros or empty).
+#[derive(Clone)]
 struct Gather {
     fill: bool,
     copy: Option<GuardedMap>,
 }
 
 /// `dst[d] = src[src(d)]` at every point `d` of the output where every constraint holds.
+#[derive(Clone)]
 struct GuardedMap {
     guard: Vec<Constraint>,
     src: Vec<AffineExpr>,
@@ -309,13 +312,7 @@ impl Gather {
         let copy = match (self.copy, next.copy) {
             (Some(first), Some(second)) => {
                 // `first` is written over its output dims, which `second` reads at `at(j)`.
-                let at = |j: usize| {
-                    second
-                        .src
-                        .get(j)
-                        .cloned()
-                        .unwrap_or(AffineExpr::Const(0))
-                };
+                let at = |j: usize| second.src.get(j).cloned().unwrap_or(AffineExpr::Const(0));
                 let mut guard = second.guard;
                 // The guard and the index it protects are substituted alike, so the verifier
                 // still sees the guarded expression inside the index and proves it in bounds.
@@ -324,7 +321,7 @@ impl Gather {
                     lo: c.lo,
                     hi: c.hi,
                 }));
-                let src = first.src.iter().map(|e| e.substitute(&at)).collect();
+                let src: Vec<AffineExpr> = first.src.iter().map(|e| e.substitute(&at)).collect();
                 Some(GuardedMap { guard, src })
             }
             _ => None,
@@ -334,7 +331,31 @@ impl Gather {
         Gather { fill, copy }
     }
 
+    /// `self` with its maps canonicalized, read back in gather form; `self` unchanged when
+    /// that fails.
+    ///
+    /// Composition substitutes a map into each use of a dim, and an op's map uses a dim
+    /// several times (`d3 floordiv 4`, `d3 floordiv 2 mod 2`, `d3 mod 2`), so without
+    /// simplifying between steps the maps grow exponentially with the chain's length.
+    /// `canonicalize` folds them back (DepthToSpace then SpaceToDepth becomes the identity
+    /// map) and leaves the fill, the domain and the destination map as they are.
+    fn simplified(self, src: &TensorType, dst: &TensorType) -> Gather {
+        let Ok(pipeline) = relayout_passes::Pipeline::parse("canonicalize") else {
+            return self;
+        };
+        let kernel = self.clone().into_kernel("fusing".into(), src, dst);
+        relayout_passes::PassManager::new(pipeline)
+            .verify_each(true)
+            .run_index(&kernel)
+            .ok()
+            .and_then(|k| Gather::of(&k).ok())
+            .unwrap_or(self)
+    }
+
     fn into_kernel(self, name: String, src: &TensorType, dst: &TensorType) -> Kernel {
+        let copy = self
+            .copy
+            .map(|c| c.without_unit_dims(dst).with_index_bounds(src));
         let empty = dst.num_elements().map_or(true, |n| n == 0);
         let domain: Vec<_> = dst
             .shape
@@ -351,7 +372,7 @@ impl Gather {
                 action: Action::Fill,
             });
         }
-        if let (false, Some(copy)) = (empty, self.copy) {
+        if let (false, Some(copy)) = (empty, copy) {
             stmts.push(Stmt {
                 domain,
                 guard: copy.guard,
@@ -365,6 +386,65 @@ impl Gather {
             dst: dst.clone(),
             stmts,
         }
+    }
+}
+
+impl GuardedMap {
+    /// Replaces every dim of the output box that has one value by that value, 0.
+    ///
+    /// Composition leaves sums such as `(d2 + d3) floordiv 2` where `d3` is a unit dim of the
+    /// output (one channel), and `canonicalize` runs before `drop-unit-dims`, so it keeps the
+    /// sum and `peel-dims` later splits the statement into one per value of `d2`. With the 0
+    /// in place, `canonicalize` sees `d2 floordiv 2` and the kernel stays one statement.
+    fn without_unit_dims(self, dst: &TensorType) -> GuardedMap {
+        let unit = |i: usize| dst.shape.get(i) == Some(&1);
+        let zero = |i: usize| {
+            if unit(i) {
+                AffineExpr::Const(0)
+            } else {
+                AffineExpr::Dim(i)
+            }
+        };
+        GuardedMap {
+            guard: self
+                .guard
+                .iter()
+                .map(|c| Constraint {
+                    expr: c.expr.substitute(&zero),
+                    lo: c.lo,
+                    hi: c.hi,
+                })
+                .collect(),
+            src: self.src.iter().map(|e| e.substitute(&zero)).collect(),
+        }
+    }
+
+    /// Adds `0 <= src[i] < size` for every source index, when the copy is guarded.
+    ///
+    /// Each such constraint holds wherever the others do (each op was proven in bounds under its
+    /// own guard), so it changes nothing but the proof. After composition an op's guarded
+    /// expression sits inside the next op's `floordiv` or `mod`, where the verifier still finds
+    /// it, but `canonicalize` rewrites the index around it (`(x * 2 + y - 1) floordiv 2` becomes
+    /// `x + (y + 1) floordiv 2 - 1`) and the link is lost. A guard on the whole index is
+    /// rewritten exactly as the index is, so the verifier keeps finding it.
+    fn with_index_bounds(mut self, src: &TensorType) -> GuardedMap {
+        if self.guard.is_empty() {
+            return self;
+        }
+        for (e, &n) in self.src.iter().zip(&src.shape) {
+            let Ok(hi) = i64::try_from(n) else { continue };
+            let bound = Constraint {
+                expr: e.clone(),
+                lo: 0,
+                hi,
+            };
+            if !matches!(e, AffineExpr::Const(_) | AffineExpr::Dim(_))
+                && !self.guard.contains(&bound)
+            {
+                self.guard.push(bound);
+            }
+        }
+        self
     }
 }
 

@@ -35,15 +35,15 @@
 //! assert_eq!(dst, [1.0, 2.0, 3.0, 4.0]);
 //! ```
 
-mod cache;
 pub mod analysis;
+mod cache;
 pub mod conformance;
 pub mod fuse;
 mod op_syntax;
 mod tensor_text;
 
-pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use analysis::Movement;
+pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;
@@ -141,7 +141,13 @@ pub fn compile(op: &Op, input: &TensorType) -> Result<CompiledOp, Error> {
     let output = op.output_type(input)?;
     let stages = lower(op, input)?;
     let kernel = cache::code_for(&stages.loops)?;
-    let inner = Arc::new(CompiledInner { op: op.clone(), input: input.clone(), output, stages, kernel });
+    let inner = Arc::new(CompiledInner {
+        op: op.clone(),
+        input: input.clone(),
+        output,
+        stages,
+        kernel,
+    });
     cache::insert_op(op, input, inner.clone());
     Ok(CompiledOp { inner })
 }

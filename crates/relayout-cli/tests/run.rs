@@ -1,0 +1,281 @@
+//! `relayout run` through the binary: .npy files in and out, and the errors a user meets.
+//! The .npy files are written and read here by hand (the format is a short header and the raw
+//! bytes), independently of the crate the tool uses.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh directory for one test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "relayout-run-{test}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A version 1.0 .npy file: magic, version, header length, the header dict padded with spaces
+/// to a multiple of 64 bytes and ended by a newline, then the data.
+fn npy(descr: &str, fortran: bool, shape: &[u64], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let fortran = if fortran { "True" } else { "False" };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// The header text and the data of a version 1.0 .npy file.
+fn parse_npy(bytes: &[u8]) -> (String, Vec<u8>) {
+    assert_eq!(
+        &bytes[..8],
+        b"\x93NUMPY\x01\x00",
+        "not a version 1.0 .npy file"
+    );
+    let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = String::from_utf8(bytes[10..10 + len].to_vec()).unwrap();
+    (header, bytes[10 + len..].to_vec())
+}
+
+/// The dims of the `'shape'` tuple of a header, whatever its spacing and trailing comma.
+fn shape_of(header: &str) -> Vec<u64> {
+    let start = header.find("'shape': (").expect("a shape") + "'shape': (".len();
+    let end = start + header[start..].find(')').expect("a closed shape");
+    header[start..end]
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().unwrap())
+        .collect()
+}
+
+fn f32_bytes(values: impl IntoIterator<Item = f32>) -> Vec<u8> {
+    values.into_iter().flat_map(f32::to_le_bytes).collect()
+}
+
+fn relayout(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relayout"))
+        .args(args)
+        .output()
+        .expect("the relayout binary runs")
+}
+
+fn run_op(op: &str, input: &Path, output: &Path) -> Output {
+    relayout(&[
+        "run",
+        op,
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+    ])
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn space_to_depth_then_depth_to_space_gives_the_input_back() {
+    let dir = TempDir::new("roundtrip");
+    let data = f32_bytes((0..32).map(|i| i as f32 * 0.5));
+    let x = dir.path("x.npy");
+    std::fs::write(&x, npy("<f4", false, &[1, 4, 4, 2], &data)).unwrap();
+    let (y, z) = (dir.path("y.npy"), dir.path("z.npy"));
+
+    let out = run_op(
+        "SpaceToDepth {block_size = 2} : tensor<1x4x4x2xf32>",
+        &x,
+        &y,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (header, moved) = parse_npy(&std::fs::read(&y).unwrap());
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    assert_eq!(shape_of(&header), [1, 2, 2, 8], "{header}");
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    assert_ne!(moved, data);
+
+    let out = run_op(
+        "DepthToSpace {block_size = 2} : tensor<1x2x2x8xf32>",
+        &y,
+        &z,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (header, back) = parse_npy(&std::fs::read(&z).unwrap());
+    assert_eq!(shape_of(&header), [1, 4, 4, 2], "{header}");
+    assert_eq!(back, data);
+}
+
+#[test]
+fn every_numpy_dtype_goes_through() {
+    let dir = TempDir::new("dtypes");
+    for (descr, mlir, size) in [
+        ("<f2", "f16", 2),
+        ("<f8", "f64", 8),
+        ("|i1", "i8", 1),
+        ("<i2", "i16", 2),
+        ("<i4", "i32", 4),
+        ("<i8", "i64", 8),
+        ("|u1", "ui8", 1),
+        ("<u2", "ui16", 2),
+        ("<u4", "ui32", 4),
+        ("<u8", "ui64", 8),
+        ("|b1", "i1", 1),
+        ("<c8", "complex<f32>", 8),
+        ("<c16", "complex<f64>", 16),
+    ] {
+        let data: Vec<u8> = (0..4 * size).map(|i| (i % 2) as u8).collect();
+        let x = dir.path("x.npy");
+        let y = dir.path("y.npy");
+        std::fs::write(&x, npy(descr, false, &[1, 2, 2, 1], &data)).unwrap();
+        let op = format!("SpaceToDepth {{block_size = 2}} : tensor<1x2x2x1x{mlir}>");
+        let out = run_op(&op, &x, &y);
+        assert!(out.status.success(), "{descr}: {}", stderr(&out));
+        let (header, got) = parse_npy(&std::fs::read(&y).unwrap());
+        assert!(header.contains(&format!("'descr': '{descr}'")), "{header}");
+        assert_eq!(shape_of(&header), [1, 1, 1, 4], "{header}");
+        // A 2x2 image into one pixel of depth 4 keeps the order of the bytes.
+        assert_eq!(got, data, "{descr}");
+    }
+}
+
+#[test]
+fn a_case_supplies_its_own_input() {
+    let dir = TempDir::new("case");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json");
+    let y = dir.path("y.npy");
+    let out = relayout(&[
+        "run",
+        "--case",
+        case.to_str().unwrap(),
+        "--output",
+        y.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (header, got) = parse_npy(&std::fs::read(&y).unwrap());
+    assert_eq!(shape_of(&header), [1, 1, 1, 4], "{header}");
+    assert_eq!(got, f32_bytes([1.0, 2.0, 3.0, 4.0]));
+}
+
+#[test]
+fn a_file_of_another_dtype_is_refused_naming_both() {
+    let dir = TempDir::new("dtype");
+    let x = dir.path("x.npy");
+    std::fs::write(&x, npy("<f8", false, &[1, 2, 2, 1], &[0; 32])).unwrap();
+    let out = run_op(
+        "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>",
+        &x,
+        &dir.path("y.npy"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("tensor<1x2x2x1xf64>"), "{err}");
+    assert!(err.contains("tensor<1x2x2x1xf32>"), "{err}");
+    assert!(!dir.path("y.npy").exists());
+}
+
+#[test]
+fn a_missing_file_is_an_error() {
+    let dir = TempDir::new("missing");
+    let out = run_op(
+        "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>",
+        &dir.path("nothing-here.npy"),
+        &dir.path("y.npy"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot open") && err.contains("nothing-here.npy"),
+        "{err}"
+    );
+}
+
+#[test]
+fn layouts_relayout_cannot_take_are_refused_clearly() {
+    let dir = TempDir::new("layouts");
+    let x = dir.path("x.npy");
+    let y = dir.path("y.npy");
+    let op = "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>";
+    let expect = |file: Vec<u8>, op: &str, needle: &str| {
+        std::fs::write(&x, file).unwrap();
+        let out = run_op(op, &x, &y);
+        assert_eq!(out.status.code(), Some(2), "{needle}");
+        let err = stderr(&out);
+        assert!(err.contains(needle), "expected '{needle}' in: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    expect(
+        npy("<f4", true, &[1, 2, 2, 1], &[0; 16]),
+        op,
+        "Fortran order",
+    );
+    expect(npy(">f4", false, &[1, 2, 2, 1], &[0; 16]), op, "big-endian");
+    expect(
+        npy("<U1", false, &[1, 2, 2, 1], &[0; 64]),
+        op,
+        "not one relayout supports",
+    );
+    expect(
+        npy("<f4", false, &[1, 2, 2, 1], &[0; 12]),
+        op,
+        "only 12 bytes",
+    );
+    expect(
+        npy("<f4", false, &[1, 2, 2, 1], &[0; 20]),
+        op,
+        "more than 16 bytes",
+    );
+    expect(b"not numpy".to_vec(), op, "not a .npy file");
+    let huge = [1u64 << 40, 1 << 40, 1 << 40];
+    expect(npy("<f4", false, &huge, &[]), op, "too large");
+    let bf16 = "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xbf16>";
+    expect(
+        npy("<f2", false, &[1, 2, 2, 1], &[0; 8]),
+        bf16,
+        "bfloat16 has no NumPy dtype",
+    );
+}
+
+#[test]
+fn an_op_without_input_is_an_error() {
+    let dir = TempDir::new("noinput");
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>",
+        "--output",
+        dir.path("y.npy").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--input"), "{}", stderr(&out));
+}

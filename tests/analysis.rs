@@ -1,0 +1,422 @@
+//! `Movement`: the answers for the ops whose answer is known by hand, and, for a grid of ops
+//! of every family, the check that the answer describes what the kernel really does: the
+//! permutation applied to random data, the contiguous block, or the identity must give the
+//! bytes the JIT-compiled kernel produces.
+
+use relayout::ir::{DType, TensorType};
+use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op};
+
+/// A xorshift generator: deterministic random bytes without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn t(dtype: DType, shape: &[u64]) -> TensorType {
+    TensorType::new(dtype, shape.to_vec())
+}
+
+fn d2s(block: i64, format: DataFormat, mode: DepthToSpaceMode) -> Op {
+    Op::DepthToSpace {
+        block_size: block,
+        data_format: format,
+        mode,
+    }
+}
+
+fn s2d(block: i64, format: DataFormat) -> Op {
+    Op::SpaceToDepth {
+        block_size: block,
+        data_format: format,
+    }
+}
+
+fn s2b(block: &[i64], pads: &[[i64; 2]]) -> Op {
+    Op::SpaceToBatchNd {
+        block_shape: block.to_vec(),
+        paddings: pads.iter().map(|p| p.to_vec()).collect(),
+    }
+}
+
+fn b2s(block: &[i64], crops: &[[i64; 2]]) -> Op {
+    Op::BatchToSpaceNd {
+        block_shape: block.to_vec(),
+        crops: crops.iter().map(|p| p.to_vec()).collect(),
+    }
+}
+
+fn movement(op: &Op, input: &TensorType) -> Movement {
+    compile(op, input)
+        .unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"))
+        .movement()
+}
+
+/// numpy's `input.reshape(shape).transpose(perm)`, flattened, on elements of `elem` bytes.
+fn transpose(input: &[u8], elem: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
+    let mut in_strides = vec![1usize; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        in_strides[k] = in_strides[k + 1] * shape[k + 1] as usize;
+    }
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p] as usize).collect();
+    let count: usize = out_shape.iter().product();
+    let mut out = Vec::with_capacity(input.len());
+    let mut index = vec![0usize; out_shape.len()];
+    for _ in 0..count {
+        let at: usize = index
+            .iter()
+            .zip(perm)
+            .map(|(&o, &p)| o * in_strides[p])
+            .sum();
+        out.extend_from_slice(&input[at * elem..(at + 1) * elem]);
+        for j in (0..index.len()).rev() {
+            index[j] += 1;
+            if index[j] < out_shape[j] {
+                break;
+            }
+            index[j] = 0;
+        }
+    }
+    out
+}
+
+/// Runs `op` on random data and checks that its movement describes the output exactly.
+/// Returns the movement, for the caller's own expectations.
+fn check_movement(op: &Op, input: &TensorType, rng: &mut Rng) -> Movement {
+    let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
+    let src = rng.bytes(input.size_bytes().unwrap() as usize);
+    let out = kernel.run_to_vec(&src).unwrap();
+    let elem = input.dtype.size() as usize;
+    let m = kernel.movement();
+    let what = format!("{op:?} on {input}: {m:?}");
+    match &m {
+        Movement::NoMovement => assert_eq!(out, src, "{what}"),
+        Movement::ContiguousCopy {
+            src_offset,
+            dst_offset,
+            bytes,
+        } => {
+            let (s, d, n) = (*src_offset as usize, *dst_offset as usize, *bytes as usize);
+            assert_eq!(out[d..d + n], src[s..s + n], "{what}");
+            assert!(out[..d].iter().all(|&b| b == 0), "{what}");
+            assert!(out[d + n..].iter().all(|&b| b == 0), "{what}");
+        }
+        Movement::Permutation { shape, perm } => {
+            assert!(perm.len() >= 2, "{what}");
+            assert_ne!(*perm, (0..perm.len()).collect::<Vec<_>>(), "{what}");
+            assert_eq!(shape.iter().product::<u64>() as usize * elem, src.len());
+            assert_eq!(transpose(&src, elem, shape, perm), out, "{what}");
+        }
+        Movement::Gather {
+            statements,
+            fills,
+            bytes_moved,
+        } => {
+            assert!(fills <= statements, "{what}");
+            assert_eq!(*bytes_moved, kernel.bytes_moved(), "{what}");
+        }
+        other => panic!("unexpected movement {other:?}"),
+    }
+    m
+}
+
+#[test]
+fn ops_that_move_nothing() {
+    use DataFormat::*;
+    use DepthToSpaceMode::*;
+    let f32 = DType::F32;
+    let cases = [
+        (s2b(&[1, 1], &[[0, 0], [0, 0]]), t(f32, &[2, 3, 4, 5])),
+        (b2s(&[1, 1], &[[0, 0], [0, 0]]), t(f32, &[2, 3, 4, 5])),
+        // The block of a one-pixel image is the whole depth, in the same order.
+        (d2s(2, Nhwc, Dcr), t(f32, &[3, 1, 1, 8])),
+        (s2d(2, Nhwc), t(f32, &[3, 2, 2, 5])),
+        // CRD puts the block innermost in the channels: with one pixel, that is the output order.
+        (d2s(2, Nchw, Crd), t(f32, &[3, 8, 1, 1])),
+        (s2d(3, Nchw), t(DType::U8, &[1, 1, 3, 3])),
+        // The batch is the block offset: with batch 1 and one pixel, the space is the batch.
+        (b2s(&[2, 2], &[[0, 0], [0, 0]]), t(f32, &[4, 1, 1, 3])),
+        (s2b(&[2, 2], &[[0, 0], [0, 0]]), t(f32, &[1, 2, 2, 3])),
+    ];
+    let mut rng = Rng(1);
+    for (op, input) in cases {
+        assert_eq!(
+            check_movement(&op, &input, &mut rng),
+            Movement::NoMovement,
+            "{op:?} on {input}"
+        );
+    }
+}
+
+#[test]
+fn transposes_are_described_like_numpy() {
+    use DataFormat::*;
+    // TensorFlow's SpaceToDepth example: (h, by, w, bx) -> (h, w, by, bx).
+    assert_eq!(
+        movement(&s2d(2, Nhwc), &t(DType::F32, &[1, 4, 4, 1])),
+        Movement::Permutation {
+            shape: vec![2, 2, 2, 2],
+            perm: vec![0, 2, 1, 3]
+        }
+    );
+    // DCR on one pixel in NCHW: channels (by, bx, c) -> (c, by, bx).
+    assert_eq!(
+        movement(
+            &d2s(2, Nchw, DepthToSpaceMode::Dcr),
+            &t(DType::F32, &[1, 8, 1, 1])
+        ),
+        Movement::Permutation {
+            shape: vec![4, 2],
+            perm: vec![1, 0]
+        }
+    );
+    // The batch of SpaceToBatchND is innermost in the block offsets: (n, y, by, x, bx, c)
+    // -> (by, bx, n, y, x, c), where n and y stay together.
+    assert_eq!(
+        movement(
+            &s2b(&[2, 2], &[[0, 0], [0, 0]]),
+            &t(DType::I16, &[3, 4, 6, 5])
+        ),
+        Movement::Permutation {
+            shape: vec![6, 2, 3, 2, 5],
+            perm: vec![1, 3, 0, 2, 4]
+        }
+    );
+}
+
+#[test]
+fn slices_and_pads_of_one_block_are_contiguous_copies() {
+    let f32 = DType::F32;
+    // Rows 1 and 2 of four, 3 x 2 floats each: a slice.
+    assert_eq!(
+        movement(&b2s(&[1], &[[1, 1]]), &t(f32, &[1, 4, 3, 2])),
+        Movement::ContiguousCopy {
+            src_offset: 24,
+            dst_offset: 0,
+            bytes: 48
+        }
+    );
+    // One zero row above and below: a padded block.
+    assert_eq!(
+        movement(&s2b(&[1], &[[1, 1]]), &t(f32, &[1, 2, 3, 2])),
+        Movement::ContiguousCopy {
+            src_offset: 0,
+            dst_offset: 24,
+            bytes: 48
+        }
+    );
+}
+
+#[test]
+fn padding_inside_and_scatter_add_are_gathers() {
+    let m = movement(
+        &s2b(&[2, 2], &[[1, 2], [1, 2]]),
+        &t(DType::F32, &[2, 5, 5, 3]),
+    );
+    assert!(
+        matches!(
+            m,
+            Movement::Gather {
+                statements: 10,
+                fills: 6,
+                ..
+            }
+        ),
+        "{m:?}"
+    );
+    let col2im = Op::Col2Im {
+        image_shape: vec![3, 3],
+        block_shape: vec![2, 2],
+        dilations: vec![1, 1],
+        pads: vec![0, 0, 0, 0],
+        strides: vec![1, 1],
+    };
+    let kernel = compile(&col2im, &t(DType::F32, &[1, 4, 4])).unwrap();
+    assert!(matches!(kernel.movement(), Movement::Gather { .. }));
+    // The fill writes 36 bytes; each of 16 points reads 4 bytes and reads and writes 4 more.
+    assert_eq!(kernel.bytes_moved(), 36 + 16 * 4 * 3);
+}
+
+#[test]
+fn empty_tensors_move_nothing() {
+    assert_eq!(
+        movement(&s2d(2, DataFormat::Nhwc), &t(DType::F32, &[0, 2, 2, 1])),
+        Movement::NoMovement
+    );
+}
+
+/// Every op family over small shapes, element sizes and attributes: whatever the analysis
+/// answers must be true of the kernel's output.
+#[test]
+fn every_answer_describes_the_kernel() {
+    use DataFormat::*;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut seen = [0usize; 4];
+    let mut count = |m: Movement| {
+        seen[match m {
+            Movement::NoMovement => 0,
+            Movement::ContiguousCopy { .. } => 1,
+            Movement::Permutation { .. } => 2,
+            _ => 3,
+        }] += 1
+    };
+    for dtype in [DType::U8, DType::F16, DType::F32, DType::C128] {
+        for b in [2u64, 3] {
+            for (n, h, w, c) in [
+                (1, 1, 1, 1),
+                (1, 1, 1, 2),
+                (2, 1, 3, 1),
+                (1, 2, 2, 3),
+                (2, 3, 1, 4),
+            ] {
+                let (hb, wb) = (h * b, w * b);
+                let bi = b as i64;
+                count(check_movement(
+                    &s2d(bi, Nhwc),
+                    &t(dtype, &[n, hb, wb, c]),
+                    &mut rng,
+                ));
+                count(check_movement(
+                    &s2d(bi, Nchw),
+                    &t(dtype, &[n, c, hb, wb]),
+                    &mut rng,
+                ));
+                let cb = c * b * b;
+                for mode in [DepthToSpaceMode::Dcr, DepthToSpaceMode::Crd] {
+                    count(check_movement(
+                        &d2s(bi, Nchw, mode),
+                        &t(dtype, &[n, cb, h, w]),
+                        &mut rng,
+                    ));
+                }
+                count(check_movement(
+                    &d2s(bi, Nhwc, DepthToSpaceMode::Dcr),
+                    &t(dtype, &[n, h, w, cb]),
+                    &mut rng,
+                ));
+                let vect = [n, c, hb, wb, 4];
+                count(check_movement(
+                    &s2d(bi, NchwVectC),
+                    &t(dtype, &vect),
+                    &mut rng,
+                ));
+            }
+        }
+        for (block, pads, shape) in [
+            (vec![2], vec![[0, 0]], vec![1, 4, 3]),
+            (vec![1], vec![[1, 1]], vec![1, 2, 3]),
+            (vec![1, 2], vec![[0, 0], [0, 0]], vec![2, 3, 4, 2]),
+            (vec![2, 2], vec![[1, 1], [0, 2]], vec![1, 2, 2, 1]),
+            (vec![3], vec![[1, 2]], vec![2, 3, 2, 2]),
+        ] {
+            let mut ty = t(dtype, &shape);
+            let op = s2b(&block, &pads);
+            count(check_movement(&op, &ty, &mut rng));
+            // BatchToSpaceND with the paddings as crops undoes it.
+            ty = op.output_type(&ty).unwrap();
+            count(check_movement(&b2s(&block, &pads), &ty, &mut rng));
+        }
+    }
+    // Every variant must have been met, or the grid does not test what it claims.
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+}
+
+/// Loop kernels written by hand that look like a copy in some respect but are not one: the
+/// analysis must not be fooled.
+#[test]
+fn near_misses_are_gathers() {
+    let gather = |text: &str| {
+        let k = relayout::ir::parse_loop_kernel(text).unwrap();
+        relayout::ir::verify_loop_kernel(&k).unwrap();
+        let m = relayout::analysis::movement(&k);
+        assert!(matches!(m, Movement::Gather { .. }), "{m:?} for\n{text}");
+    };
+    // The first half twice: equal offsets, but the source is read with stride 0.
+    gather(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+  copy 16 bytes %dst[0 + 16 * i0] = %src[0 + 0 * i0]
+      for i0 in 0 to 2
+}",
+    );
+    // A fill after the copy wipes part of it.
+    gather(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+  copy 32 bytes %dst[0] = %src[0]
+  fill 4 bytes %dst[4] = 0
+}",
+    );
+    // Half of the output is never written: not a slice, whatever it holds.
+    gather(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+  copy 16 bytes %dst[0] = %src[0]
+}",
+    );
+    // Every other element: equal strides, but not one contiguous block.
+    gather(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+  copy 4 bytes %dst[0 + 8 * i0] = %src[0 + 8 * i0]
+      for i0 in 0 to 4
+  fill 4 bytes %dst[4 + 8 * i0] = 0
+      for i0 in 0 to 4
+}",
+    );
+}
+
+#[test]
+fn a_fill_before_the_copy_is_overwritten() {
+    let k = relayout::ir::parse_loop_kernel(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+  fill 32 bytes %dst[0] = 0
+  copy 16 bytes %dst[8] = %src[4]
+}",
+    )
+    .unwrap();
+    assert_eq!(
+        relayout::analysis::movement(&k),
+        Movement::ContiguousCopy {
+            src_offset: 4,
+            dst_offset: 8,
+            bytes: 16
+        }
+    );
+}
+
+#[test]
+fn an_identity_in_pieces_moves_nothing() {
+    // Rows 0 and 2 in one statement, row 1 in another, and the last row shifted in a third.
+    let k = relayout::ir::parse_loop_kernel(
+        "loops @k(%src: tensor<4x3xf32>) -> (%dst: tensor<4x3xf32>) {
+  copy 12 bytes %dst[0 + 24 * i0] = %src[0 + 24 * i0]
+      for i0 in 0 to 2
+  copy 12 bytes %dst[12] = %src[12]
+  copy 8 bytes %dst[36 + 4 * i0] = %src[36 + 4 * i0]
+      for i0 in 0 to 2
+  copy 4 bytes %dst[44] = %src[44]
+}",
+    )
+    .unwrap();
+    assert_eq!(relayout::analysis::movement(&k), Movement::NoMovement);
+    // The same pieces with one shifted by an element are no longer one block in order.
+    let shifted = relayout::ir::parse_loop_kernel(
+        "loops @k(%src: tensor<4x3xf32>) -> (%dst: tensor<4x3xf32>) {
+  copy 12 bytes %dst[0 + 24 * i0] = %src[0 + 24 * i0]
+      for i0 in 0 to 2
+  copy 12 bytes %dst[12] = %src[16]
+  copy 12 bytes %dst[36] = %src[36]
+}",
+    )
+    .unwrap();
+    assert!(matches!(
+        relayout::analysis::movement(&shifted),
+        Movement::Gather { .. }
+    ));
+}

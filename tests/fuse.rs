@@ -1,0 +1,433 @@
+//! Fused chains against the same ops run one after another through the JIT, on random data;
+//! identity chains that must simplify to nothing; and the chains that cannot be fused.
+
+use relayout::ir::{DType, TensorType};
+use relayout::{
+    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, FuseError, Movement, Op,
+};
+
+/// A xorshift generator: deterministic random numbers without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn t(dtype: DType, shape: &[u64]) -> TensorType {
+    TensorType::new(dtype, shape.to_vec())
+}
+
+fn d2s(block: i64, format: DataFormat, mode: DepthToSpaceMode) -> Op {
+    Op::DepthToSpace {
+        block_size: block,
+        data_format: format,
+        mode,
+    }
+}
+
+fn s2d(block: i64, format: DataFormat) -> Op {
+    Op::SpaceToDepth {
+        block_size: block,
+        data_format: format,
+    }
+}
+
+fn s2b(block: &[i64], pads: &[[i64; 2]]) -> Op {
+    Op::SpaceToBatchNd {
+        block_shape: block.to_vec(),
+        paddings: pads.iter().map(|p| p.to_vec()).collect(),
+    }
+}
+
+fn b2s(block: &[i64], crops: &[[i64; 2]]) -> Op {
+    Op::BatchToSpaceNd {
+        block_shape: block.to_vec(),
+        crops: crops.iter().map(|p| p.to_vec()).collect(),
+    }
+}
+
+/// The ops run one after another, each compiled on its own: the oracle.
+fn run_one_by_one(ops: &[Op], input: &TensorType, src: &[u8]) -> (TensorType, Vec<u8>) {
+    let (mut ty, mut data) = (input.clone(), src.to_vec());
+    for op in ops {
+        let kernel = compile(op, &ty).unwrap_or_else(|e| panic!("{op:?} on {ty}: {e}"));
+        data = kernel.run_to_vec(&data).unwrap();
+        ty = kernel.output_type().clone();
+    }
+    (ty, data)
+}
+
+/// Fuses `ops`, checks it against running them one by one on random data (on one thread and
+/// on two), and returns the movement of the fused kernel.
+fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
+    let fused = compile_chain(ops, input).unwrap_or_else(|e| panic!("{ops:?} on {input}: {e}"));
+    let src = rng.bytes(input.size_bytes().unwrap() as usize);
+    let (ty, want) = run_one_by_one(ops, input, &src);
+    assert_eq!(fused.output_type(), &ty, "{ops:?} on {input}");
+    assert_eq!(fused.input_type(), input);
+    assert_eq!(fused.ops(), ops);
+    let got = fused.run_to_vec(&src).unwrap();
+    assert_eq!(
+        got,
+        want,
+        "{ops:?} on {input}\nfused kernel:\n{}",
+        fused.stages().lowered
+    );
+    let mut threaded = vec![0xAB; got.len()];
+    fused.run_threaded(&src, &mut threaded, 2).unwrap();
+    assert_eq!(threaded, want, "{ops:?} on {input}, two threads");
+    fused.movement()
+}
+
+#[test]
+fn space_to_batch_then_depth_to_space() {
+    let mut rng = Rng(1);
+    let ops = [
+        s2b(&[2, 2], &[[1, 2], [1, 2]]),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    for dtype in [DType::F32, DType::U8, DType::C128] {
+        check_chain(&ops, &t(dtype, &[2, 5, 5, 4]), &mut rng);
+    }
+    let unpadded = [
+        s2b(&[2, 2], &[[0, 0], [0, 0]]),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    check_chain(&unpadded, &t(DType::F32, &[1, 4, 6, 8]), &mut rng);
+}
+
+#[test]
+fn depth_to_space_then_space_to_depth_is_the_identity() {
+    let mut rng = Rng(2);
+    for (format, mode, shape) in [
+        (DataFormat::Nhwc, DepthToSpaceMode::Dcr, [1, 2, 3, 8]),
+        (DataFormat::Nchw, DepthToSpaceMode::Dcr, [2, 8, 3, 2]),
+        (DataFormat::Nchw, DepthToSpaceMode::Crd, [1, 12, 2, 2]),
+    ] {
+        let ops = [d2s(2, format, mode), s2d(2, format)];
+        let input = t(DType::F32, &shape);
+        let m = check_chain(&ops, &input, &mut rng);
+        // SpaceToDepth has DCR's channel order, so only DCR round-trips.
+        if mode == DepthToSpaceMode::Dcr {
+            assert_eq!(m, Movement::NoMovement, "{ops:?} on {input}");
+        }
+    }
+}
+
+#[test]
+fn space_to_depth_then_depth_to_space_is_the_identity() {
+    let mut rng = Rng(3);
+    for (block, format, shape) in [
+        (2, DataFormat::Nhwc, vec![1, 4, 6, 3]),
+        (3, DataFormat::Nchw, vec![2, 2, 3, 6]),
+        (2, DataFormat::NchwVectC, vec![1, 1, 2, 4, 4]),
+    ] {
+        let ops = [
+            s2d(block, format),
+            d2s(block, format, DepthToSpaceMode::Dcr),
+        ];
+        let m = check_chain(&ops, &t(DType::I16, &shape), &mut rng);
+        assert_eq!(m, Movement::NoMovement, "{ops:?} on {shape:?}");
+    }
+}
+
+#[test]
+fn batch_to_space_undoes_space_to_batch_with_crops_equal_to_paddings() {
+    let mut rng = Rng(4);
+    for (block, pads, shape) in [
+        (vec![2, 2], vec![[1, 2], [1, 2]], vec![2, 5, 5, 3]),
+        (vec![3], vec![[2, 1]], vec![1, 6, 2]),
+        (vec![2, 1], vec![[0, 2], [1, 0]], vec![3, 4, 3, 2]),
+    ] {
+        let ops = [s2b(&block, &pads), b2s(&block, &pads)];
+        let m = check_chain(&ops, &t(DType::F64, &shape), &mut rng);
+        assert_eq!(m, Movement::NoMovement, "{ops:?} on {shape:?}");
+    }
+}
+
+#[test]
+fn chains_of_three_with_padding() {
+    let mut rng = Rng(5);
+    let nhwc = DataFormat::Nhwc;
+    let dcr = DepthToSpaceMode::Dcr;
+    let cases: Vec<(Vec<Op>, TensorType)> = vec![
+        (
+            vec![
+                s2b(&[2, 2], &[[1, 1], [0, 2]]),
+                d2s(2, nhwc, dcr),
+                s2d(2, nhwc),
+            ],
+            t(DType::F32, &[1, 4, 2, 4]),
+        ),
+        (
+            // Padding twice: the second op reads the first one's zeros.
+            vec![
+                s2b(&[2], &[[1, 1]]),
+                s2b(&[1, 2], &[[0, 1], [1, 1]]),
+                b2s(&[2], &[[1, 0]]),
+            ],
+            t(DType::U16, &[1, 4, 2, 2]),
+        ),
+        (
+            vec![
+                d2s(2, DataFormat::Nchw, DepthToSpaceMode::Crd),
+                s2d(3, DataFormat::Nchw),
+                d2s(3, DataFormat::Nchw, dcr),
+            ],
+            t(DType::I8, &[1, 8, 3, 3]),
+        ),
+        (
+            vec![
+                Op::SpaceToBatch {
+                    block_size: 2,
+                    paddings: vec![vec![1, 3], vec![2, 0]],
+                },
+                s2d(2, nhwc),
+                Op::BatchToSpace {
+                    block_size: 2,
+                    crops: vec![vec![1, 1], vec![0, 1]],
+                },
+            ],
+            t(DType::F32, &[1, 4, 2, 1]),
+        ),
+    ];
+    for (ops, input) in cases {
+        check_chain(&ops, &input, &mut rng);
+    }
+}
+
+#[test]
+fn chains_that_produce_or_read_empty_tensors() {
+    let mut rng = Rng(6);
+    // The input is empty, the padding is not: the chain writes zeros only.
+    let ops = [s2b(&[1, 1], &[[1, 1], [0, 0]]), s2d(2, DataFormat::Nhwc)];
+    let fused = compile_chain(&ops, &t(DType::F32, &[1, 0, 2, 1])).unwrap();
+    assert_eq!(fused.run_to_vec(&[]).unwrap(), vec![0u8; 16]);
+    check_chain(&ops, &t(DType::F32, &[1, 0, 2, 1]), &mut rng);
+    // Everything is empty.
+    let ops = [
+        s2d(2, DataFormat::Nhwc),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    assert_eq!(
+        check_chain(&ops, &t(DType::F32, &[0, 2, 2, 1]), &mut rng),
+        Movement::NoMovement
+    );
+}
+
+/// Random chains of two or three copy ops, each valid for the type the previous one makes.
+#[test]
+fn random_chains_agree_with_running_the_ops_one_by_one() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut fused = 0;
+    while fused < 60 {
+        let input = t(
+            [DType::U8, DType::F32, DType::C64][rng.below(3) as usize],
+            &[
+                1 + rng.below(2),
+                2 * (1 + rng.below(2)),
+                2 * (1 + rng.below(3)),
+                4,
+            ],
+        );
+        let mut ty = input.clone();
+        let mut ops = Vec::new();
+        for _ in 0..2 + rng.below(2) {
+            let op = random_op(&mut rng);
+            if let Ok(next) = op.output_type(&ty) {
+                ty = next;
+                ops.push(op);
+            }
+        }
+        if ops.len() >= 2 {
+            check_chain(&ops, &input, &mut rng);
+            fused += 1;
+        }
+    }
+}
+
+/// An op on a 4-D NHWC tensor, with attributes that are often valid.
+fn random_op(rng: &mut Rng) -> Op {
+    let block = 2;
+    let pad = |rng: &mut Rng| [rng.below(2) as i64, rng.below(2) as i64 * 2];
+    match rng.below(4) {
+        0 => s2d(block, DataFormat::Nhwc),
+        1 => d2s(block, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+        2 => {
+            let (a, b) = (pad(rng), pad(rng));
+            // Padded sizes must divide by the block: pad by an even total.
+            let fix = |p: [i64; 2]| {
+                if (p[0] + p[1]) % 2 == 0 {
+                    p
+                } else {
+                    [p[0], p[1] + 1]
+                }
+            };
+            s2b(&[2, 2], &[fix(a), fix(b)])
+        }
+        _ => b2s(&[2, 1], &[[rng.below(2) as i64, 0], [0, 0]]),
+    }
+}
+
+#[test]
+fn one_op_is_the_op_itself() {
+    let mut rng = Rng(7);
+    let op = s2b(&[2, 2], &[[1, 2], [1, 2]]);
+    let input = t(DType::F32, &[2, 5, 5, 3]);
+    check_chain(std::slice::from_ref(&op), &input, &mut rng);
+    let fused = compile_chain(std::slice::from_ref(&op), &input).unwrap();
+    let single = compile(&op, &input).unwrap();
+    assert_eq!(fused.stages().loops, single.stages().loops);
+    assert_eq!(fused.movement(), single.movement());
+}
+
+#[test]
+fn fusing_saves_the_intermediate_traffic() {
+    let ops = [
+        s2b(&[2, 2], &[[0, 0], [0, 0]]),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    let input = t(DType::F32, &[1, 4, 6, 8]);
+    let fused = compile_chain(&ops, &input).unwrap();
+    let mut ty = input.clone();
+    let mut one_by_one = 0;
+    for op in &ops {
+        let k = compile(op, &ty).unwrap();
+        one_by_one += k.bytes_moved();
+        ty = k.output_type().clone();
+    }
+    let size = input.size_bytes().unwrap();
+    assert_eq!(one_by_one, 4 * size);
+    assert_eq!(fused.bytes_moved(), 2 * size);
+}
+
+#[test]
+fn col2im_is_refused_wherever_it_is() {
+    let col2im = Op::Col2Im {
+        image_shape: vec![4, 4],
+        block_shape: vec![2, 2],
+        dilations: vec![1, 1],
+        pads: vec![0, 0, 0, 0],
+        strides: vec![2, 2],
+    };
+    let input = t(DType::F32, &[1, 4, 4]);
+    let before = [s2b(&[1], &[[0, 0]]), col2im.clone()];
+    for (ops, index) in [(vec![col2im.clone()], 0), (before.to_vec(), 1)] {
+        match compile_chain(&ops, &input) {
+            Err(FuseError::NotFusable {
+                index: i,
+                op,
+                reason,
+            }) => {
+                assert_eq!((i, op), (index, "Col2Im"));
+                assert!(reason.contains("scatter-add"), "{reason}");
+            }
+            other => panic!("expected NotFusable, got {:?}", other.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn invalid_ops_and_empty_chains_are_errors() {
+    assert!(matches!(
+        fuse_chain(&[], &t(DType::F32, &[1])),
+        Err(FuseError::EmptyChain)
+    ));
+    // The second op gets 1 channel, which 4 does not divide.
+    let ops = [
+        s2d(2, DataFormat::Nhwc),
+        d2s(4, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    let err = compile_chain(&ops, &t(DType::F32, &[1, 2, 2, 1])).unwrap_err();
+    assert!(matches!(err, FuseError::Op { index: 1, .. }), "{err}");
+    assert_eq!(err.category(), Some("not_divisible"), "{err}");
+    assert!(err.to_string().contains("tensor<1x1x1x4xf32>"), "{err}");
+}
+
+#[test]
+fn the_fused_kernel_prints_and_parses_back() {
+    let ops = [
+        s2b(&[2, 2], &[[1, 2], [1, 2]]),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+    ];
+    let kernel = fuse_chain(&ops, &t(DType::F32, &[2, 5, 5, 4])).unwrap();
+    assert_eq!(kernel.name, "space_to_batch_nd_then_depth_to_space");
+    let text = kernel.to_string();
+    assert_eq!(relayout::ir::parse_kernel(&text).unwrap(), kernel);
+}
+
+/// SpaceToBatchND's guarded index ends up inside BatchToSpaceND's `floordiv`, which
+/// `canonicalize` rewrites: the fused kernel must still be proven in bounds after every pass.
+#[test]
+fn a_guarded_index_inside_a_floordiv_still_verifies() {
+    let mut rng = Rng(8);
+    let ops = [
+        b2s(&[2, 1], &[[0, 0], [0, 0]]),
+        s2b(&[2, 2], &[[1, 1], [1, 3]]),
+    ];
+    check_chain(&ops, &t(DType::C64, &[2, 4, 6, 4]), &mut rng);
+}
+
+/// Padding, two transposes and a crop that cancel out: nothing moves, and one read and one
+/// write of the tensor remain if the kernel is run anyway.
+#[test]
+fn a_round_trip_through_four_ops_moves_nothing() {
+    let mut rng = Rng(9);
+    let pads = [[1, 1], [1, 1]];
+    let ops = [
+        s2b(&[2, 2], &pads),
+        s2d(2, DataFormat::Nhwc),
+        d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
+        b2s(&[2, 2], &pads),
+    ];
+    let input = t(DType::F32, &[1, 6, 6, 2]);
+    assert_eq!(check_chain(&ops, &input, &mut rng), Movement::NoMovement);
+    let fused = compile_chain(&ops, &input).unwrap();
+    assert_eq!(fused.bytes_moved(), 2 * input.size_bytes().unwrap());
+}
+/// Each op's map uses a dim several times, so composing without simplifying would grow the
+/// maps exponentially with the chain's length; long chains must stay small.
+#[test]
+fn long_chains_stay_small() {
+    let mut rng = Rng(10);
+    let mut ops = Vec::new();
+    for _ in 0..32 {
+        ops.push(d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr));
+        ops.push(s2d(2, DataFormat::Nhwc));
+    }
+    let fused = compile_chain(&ops, &t(DType::F32, &[1, 4, 4, 16])).unwrap();
+    assert_eq!(fused.movement(), Movement::NoMovement);
+    assert!(fused.stages().lowered.to_string().len() < 2000);
+
+    let input = t(DType::U8, &[1, 4, 4, 4]);
+    let mut ty = input.clone();
+    let mut ops = Vec::new();
+    for _ in 0..10_000 {
+        if ops.len() == 16 {
+            break;
+        }
+        let op = random_op(&mut rng);
+        match op.output_type(&ty) {
+            Ok(next) if next.num_elements().unwrap() <= 1 << 12 => {
+                ty = next;
+                ops.push(op);
+            }
+            _ => {}
+        }
+    }
+    assert!(ops.len() >= 8, "only {} ops chained", ops.len());
+    check_chain(&ops, &input, &mut rng);
+}
