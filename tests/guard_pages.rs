@@ -227,6 +227,37 @@ fn medium_shapes_split_over_threads() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Kernels with at least 8 MiB of output write their long runs with streaming stores through
+/// helper calls (`relayout_codegen::streams`). These shapes make runs of odd lengths (65 and
+/// 260 bytes: every alignment of the destination), padding fills and plain 256-byte runs, in
+/// guarded buffers, on one and two threads. Each must really stream, or the test proves nothing.
+#[test]
+fn streaming_stores_in_guarded_buffers() {
+    let specs = [
+        "SpaceToBatchND {block_shape = [8], paddings = [[0, 0]]} : tensor<1x32800x65xf32>",
+        "SpaceToBatchND {block_shape = [8], paddings = [[3, 5]]} : tensor<1x129592x65xi8>",
+        "SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 2], [1, 2]]} : tensor<1x257x257x32xf32>",
+        "DepthToSpace {block_size = 2} : tensor<1x64x128x256xf32>",
+        "BatchToSpaceND {block_shape = [2, 2], crops = [[1, 0], [0, 1]]} : tensor<4x129x129x33xf32>",
+    ];
+    let mut failures = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
+        let clif = relayout::clif_text(&stages.loops).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            clif.contains("relayout_stream_copy") && clif.contains("relayout_store_fence"),
+            "{spec} does not stream:\n{}",
+            stages.loops
+        );
+        if let Err(why) = check_against_reference(&op, &parsed.input, 100 + i as u64) {
+            failures.push(format!("{spec}: {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Random small ops of all seven kinds through the differential body, which runs the JIT in
 /// guarded buffers.
 #[test]

@@ -3,7 +3,7 @@
 use crate::accumulate::{self, Adder};
 use crate::copy::{self, Mover};
 use crate::mem::Addr;
-use crate::{CodegenError, Imports};
+use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::{types, InstBuilder};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
@@ -22,29 +22,45 @@ enum Op {
 }
 
 impl Body {
-    /// Prepares the body in the entry block (constants, helper imports).
+    /// Prepares the body in the entry block (constants, helper imports). With `stream`, runs
+    /// are written by the streaming helpers (see `copy::streams`).
     pub fn new(
         b: &mut FunctionBuilder,
         action: LoopAction,
         dtype: DType,
         bytes: u64,
+        stream: bool,
         config: TargetFrontendConfig,
         imports: &mut dyn Imports,
     ) -> Result<Body, CodegenError> {
-        let op = match action {
-            LoopAction::Copy => Op::Move(Mover::Copy),
-            LoopAction::Fill => {
+        let op = match (action, stream) {
+            (LoopAction::Copy, false) => Op::Move(Mover::Copy),
+            (LoopAction::Copy, true) => Op::Move(Mover::StreamCopy(
+                imports.import(Helper::StreamCopy, b.func)?,
+            )),
+            (LoopAction::Fill, false) => {
                 let zero = b.ins().iconst(types::I8, 0);
                 Op::Move(Mover::Zero(b.ins().splat(types::I8X16, zero)))
             }
-            LoopAction::Accumulate => Op::Add(Adder::new(b, dtype, imports)?),
+            (LoopAction::Fill, true) => Op::Move(Mover::StreamZero(
+                imports.import(Helper::StreamZero, b.func)?,
+            )),
+            (LoopAction::Accumulate, _) => Op::Add(Adder::new(b, dtype, imports)?),
         };
         Ok(Body { op, bytes, config })
     }
 
+    /// Whether the body writes with streaming stores, which need a fence before returning.
+    pub fn streams(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Move(Mover::StreamCopy(_) | Mover::StreamZero(_))
+        )
+    }
+
     /// Whether the body reads the source (a fill does not, so its pointer never moves).
     pub fn reads_src(&self) -> bool {
-        !matches!(self.op, Op::Move(Mover::Zero(_)))
+        !matches!(self.op, Op::Move(Mover::Zero(_) | Mover::StreamZero(_)))
     }
 
     /// Whether a run is a single move or vector add (at most 16 bytes, no call), which is

@@ -9,6 +9,10 @@
 //! - from [`CALL_MIN`] on: a call to `memcpy` (`memset` for fill), whose large-copy paths use
 //!   what CLIF cannot express (non-temporal stores, 256-bit vectors, `rep movsb`).
 //!
+//! A streaming mover ([`Mover::StreamCopy`], [`Mover::StreamZero`], chosen per kernel by
+//! [`streams`]) instead calls a helper that writes with non-temporal stores for every run of
+//! at least [`STREAM_MIN_RUN`] bytes.
+//!
 //! Overlapping moves write some destination bytes twice with the same value, which is only
 //! correct because copy and fill never read the destination and the source and destination
 //! buffers are distinct. `accumulate` therefore has its own emitter.
@@ -16,7 +20,7 @@
 use crate::loops::{counted_loop, Count};
 use crate::mem::{load, move_type, store, Addr};
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, InstBuilder, Value};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
 
@@ -33,12 +37,36 @@ pub(crate) const CALL_MIN: u64 = 64 << 10;
 /// Bytes moved per iteration of the in-run vector loop.
 const LOOP_STEP: u64 = 64;
 
+/// Kernels whose destination has at least this many bytes write their long runs with
+/// non-temporal stores: the output cannot stay in cache for its consumer anyway, and ordinary
+/// stores first read every destination line (a third more memory traffic). Measured on the
+/// reference machine (Zen 3, 32 MiB L3) with 512-byte runs: streaming took 0.81-0.92x
+/// memcpy's time from 8 MiB of output on, ordinary stores 1.34-1.46x; at 4 MiB and below
+/// ordinary stores won (1.0x against 1.24x), the data staying in cache between calls.
+pub const STREAM_MIN_DST: u64 = 8 << 20;
+
+/// The shortest run that is streamed: a whole cache line, so that the write-combining buffers
+/// flush full lines (partial lines are slower than ordinary stores).
+pub const STREAM_MIN_RUN: u64 = 64;
+
+/// Whether a statement moving runs of `bytes` bytes (by `action`) into a destination of
+/// `dst_bytes` bytes writes them with streaming stores.
+pub fn streams(action: relayout_ir::LoopAction, bytes: u64, dst_bytes: u64) -> bool {
+    action != relayout_ir::LoopAction::Accumulate
+        && bytes >= STREAM_MIN_RUN
+        && dst_bytes >= STREAM_MIN_DST
+}
+
 /// What one piece of a run does: copy it or zero it.
 #[derive(Clone, Copy)]
 pub(crate) enum Mover {
     Copy,
     /// Stores the given zero value, made once in the entry block: an `i8x16` zero vector.
     Zero(Value),
+    /// Copies through the [`Helper::StreamCopy`](crate::Helper::StreamCopy) function.
+    StreamCopy(FuncRef),
+    /// Zeroes through the [`Helper::StreamZero`](crate::Helper::StreamZero) function.
+    StreamZero(FuncRef),
 }
 
 impl Mover {
@@ -50,9 +78,9 @@ impl Mover {
         };
         let delta = delta as i64;
         let value = match self {
-            Mover::Copy => load(b, ty, src, delta),
+            Mover::Copy | Mover::StreamCopy(_) => load(b, ty, src, delta),
             Mover::Zero(zero) if size == 16 => zero,
-            Mover::Zero(_) => b.ins().iconst(ty, 0),
+            Mover::Zero(_) | Mover::StreamZero(_) => b.ins().iconst(ty, 0),
         };
         store(b, value, dst, delta);
     }
@@ -76,6 +104,13 @@ impl Mover {
                 let zero = b.ins().iconst(types::I8, 0);
                 b.call_memset(cfg, d, zero, size);
             }
+            Mover::StreamCopy(f) => {
+                let s = src.value(b, 0);
+                b.ins().call(f, &[d, s, size]);
+            }
+            Mover::StreamZero(f) => {
+                b.ins().call(f, &[d, size]);
+            }
         }
     }
 }
@@ -89,12 +124,13 @@ pub(crate) fn emit_run(
     src: Addr,
     dst: Addr,
 ) -> Result<(), CodegenError> {
-    if bytes >= CALL_MIN {
+    let streaming = matches!(mover, Mover::StreamCopy(_) | Mover::StreamZero(_));
+    if bytes >= CALL_MIN || (streaming && bytes >= STREAM_MIN_RUN) {
         mover.call(b, cfg, bytes, src, dst);
     } else if bytes > INLINE_MAX {
         let iterations = bytes / LOOP_STEP;
         let step = LOOP_STEP as i64;
-        let src_step = if matches!(mover, Mover::Copy) {
+        let src_step = if matches!(mover, Mover::Copy | Mover::StreamCopy(_)) {
             step
         } else {
             0

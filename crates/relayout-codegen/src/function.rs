@@ -1,10 +1,11 @@
 //! One Cranelift function per loop statement: the entry block, the outer range, the nest.
 
 use crate::body::Body;
+use crate::copy;
 use crate::loops::{self, Count};
 use crate::mem::Addr;
 use crate::shuffle;
-use crate::{CodegenError, Imports};
+use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
@@ -89,11 +90,33 @@ pub fn translate_stmt(
     let &[src, dst, start, end] = b.block_params(entry) else {
         unreachable!("the statement signature has four parameters");
     };
-    let body = Body::new(&mut b, stmt.action, dtype, stmt.bytes, config, imports)?;
+    let dst_bytes = kernel
+        .dst
+        .size_bytes()
+        .map_err(|_| CodegenError::Overflow {
+            stmt: index,
+            what: "the destination size",
+        })?;
+    let stream = copy::streams(stmt.action, stmt.bytes, dst_bytes);
+    let body = Body::new(
+        &mut b,
+        stmt.action,
+        dtype,
+        stmt.bytes,
+        stream,
+        config,
+        imports,
+    )?;
     let exit = b.create_block();
     // A nest with an empty loop has no points; its function does nothing.
     if !stmt.loops.iter().any(|l| l.extent == 0) {
         emit_range(&mut b, index, stmt, &body, [src, dst, start, end], exit)?;
+        if body.streams() {
+            // Streaming stores are weakly ordered: fence them before the caller (or the
+            // thread that joins this one) reads the destination.
+            let fence = imports.import(Helper::StoreFence, b.func)?;
+            b.ins().call(fence, &[]);
+        }
     }
     b.ins().jump(exit, &[]);
     b.switch_to_block(exit);

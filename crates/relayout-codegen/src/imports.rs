@@ -20,27 +20,51 @@ pub enum Helper {
     F16Add,
     /// The same for bf16.
     Bf16Add,
+    /// `extern "C" fn(dst: *mut u8, src: *const u8, len: u64)`: copies `len` bytes with
+    /// non-temporal (streaming) stores, which CLIF cannot express. The stores are weakly
+    /// ordered until a [`Helper::StoreFence`].
+    StreamCopy,
+    /// `extern "C" fn(dst: *mut u8, len: u64)`: zeroes `len` bytes with streaming stores.
+    StreamZero,
+    /// `extern "C" fn()`: a store fence (`sfence`), after which the streaming stores are
+    /// ordered like ordinary ones. Every function that streams calls it before returning.
+    StoreFence,
 }
 
 impl Helper {
-    pub const ALL: [Helper; 2] = [Helper::F16Add, Helper::Bf16Add];
+    pub const ALL: [Helper; 5] = [
+        Helper::F16Add,
+        Helper::Bf16Add,
+        Helper::StreamCopy,
+        Helper::StreamZero,
+        Helper::StoreFence,
+    ];
 
     /// The symbol name under which the embedder registers the function.
     pub fn symbol(self) -> &'static str {
         match self {
             Helper::F16Add => "relayout_f16_add",
             Helper::Bf16Add => "relayout_bf16_add",
+            Helper::StreamCopy => "relayout_stream_copy",
+            Helper::StreamZero => "relayout_stream_zero",
+            Helper::StoreFence => "relayout_store_fence",
         }
     }
 
-    /// The helper's signature. The 16-bit values travel in 32-bit registers because the C
-    /// calling conventions leave the upper bits of narrower arguments unspecified, and
-    /// Cranelift and rustc need not agree on who extends them.
+    /// The helper's signature. The 16-bit values of the adds travel in 32-bit registers
+    /// because the C calling conventions leave the upper bits of narrower arguments
+    /// unspecified, and Cranelift and rustc need not agree on who extends them.
     pub fn signature(self, call_conv: CallConv) -> Signature {
         let mut sig = Signature::new(call_conv);
-        sig.params.push(AbiParam::new(types::I32));
-        sig.params.push(AbiParam::new(types::I32));
-        sig.returns.push(AbiParam::new(types::I32));
+        let (params, returns): (&[_], &[_]) = match self {
+            Helper::F16Add | Helper::Bf16Add => (&[types::I32, types::I32], &[types::I32]),
+            Helper::StreamCopy => (&[types::I64, types::I64, types::I64], &[]),
+            Helper::StreamZero => (&[types::I64, types::I64], &[]),
+            Helper::StoreFence => (&[], &[]),
+        };
+        sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        sig.returns
+            .extend(returns.iter().map(|&t| AbiParam::new(t)));
         sig
     }
 }

@@ -41,6 +41,7 @@ mod loops;
 mod mem;
 mod shuffle;
 
+pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use error::CodegenError;
 pub use function::{stmt_signature, translate_kernel, translate_stmt};
 pub use imports::{Helper, Imports, ModuleImports, TextImports};

@@ -4,6 +4,8 @@
 use half::{bf16, f16};
 use relayout_codegen::Helper;
 
+mod stream;
+
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
 /// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.
 pub(crate) extern "C" fn relayout_f16_add(acc: u32, x: u32) -> u32 {
@@ -22,6 +24,9 @@ pub(crate) fn address(helper: Helper) -> *const u8 {
     match helper {
         Helper::F16Add => relayout_f16_add as *const u8,
         Helper::Bf16Add => relayout_bf16_add as *const u8,
+        Helper::StreamCopy => stream::relayout_stream_copy as *const u8,
+        Helper::StreamZero => stream::relayout_stream_zero as *const u8,
+        Helper::StoreFence => stream::relayout_store_fence as *const u8,
     }
 }
 
