@@ -5,9 +5,8 @@
 //! What it does: for each statement it considers three orders: by decreasing destination
 //! stride (writes in row-major order), by decreasing source stride (reads in row-major order),
 //! and the current one. It keeps the one whose loops coalesce into the longest run, then the
-//! fewest loops, then (for copies whose runs are at least a cache line long) the fewest
-//! strided passes over the same pages (see `page_revisits`), preferring them in that order on
-//! ties. Run `coalesce` afterwards to merge what
+//! fewest loops, then (for copies) the fewest strided passes over the same pages (see
+//! `page_revisits`), preferring them in that order on ties. Run `coalesce` afterwards to merge what
 //! the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
@@ -53,14 +52,13 @@ fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
     by_src.loops.sort_by_key(|l| std::cmp::Reverse(key_src(l)));
     let score =
         |c: &LoopStmt| coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
-    let long_copy =
-        s.action == LoopAction::Copy && score(&by_dst).is_some_and(|(bytes, _)| bytes >= LONG_RUN);
+    let copy = s.action == LoopAction::Copy;
     let mut best = by_dst;
     for c in [by_src, s.clone()] {
         let better = match (score(&c), score(&best)) {
             (new, old) if new != old => new > old,
-            // Same runs and loop count: a long copy avoids sweeping an operand in passes.
-            _ => long_copy && page_revisits(&c) < page_revisits(&best),
+            // Same runs and loop count: a copy avoids sweeping an operand in passes.
+            _ => copy && page_revisits(&c) < page_revisits(&best),
         };
         if better {
             best = c;
@@ -69,20 +67,18 @@ fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
     best
 }
 
-/// Runs of at least a cache line are "long": their order is chosen by [`page_revisits`].
-const LONG_RUN: u64 = 64;
-
-/// Strides below a page count as the same region of memory (see [`page_revisits`]).
-const PAGE: u64 = 4096;
+/// Strides below this count as the same region of memory (see [`page_revisits`]): a few
+/// pages, which is closer than the hardware prefetchers keep separate streams apart.
+const NEAR: u64 = 16 << 10;
 
 /// How many times a loop order sweeps the same pages again: pairs of loops, for either
 /// operand, where an outer loop steps by less than an inner one that itself steps by less
-/// than a page. Such an order reads (or writes) every page in several strided passes, each
-/// taking a part of it. Measured on the reference machine with runs of 256 B to 1 KiB: two to
-/// four times memcpy's time (SpaceToBatchND block 8 read in 8 passes, DepthToSpace NHWC read
-/// in 2, BatchToSpaceND written in 4), against 0.8-1.1x for the same copies in an order that
-/// sweeps both sides once with a few sequential streams each (inner strides of 32 KiB and
-/// more, which the prefetchers follow as separate streams).
+/// than [`NEAR`]. Such an order reads (or writes) every page in several strided passes, each
+/// taking a part of it. Measured on the reference machine: 1.5-4x memcpy's time
+/// (SpaceToBatchND block 8 read in 8 passes, DepthToSpace NHWC read in 2, BatchToSpaceND
+/// written in 4, the YOLO focus SpaceToDepth reading even then odd rows), against 0.8-1.1x
+/// for the same copies in an order that sweeps both sides once with a few sequential streams
+/// each (inner strides of 32 KiB and more, which the prefetchers follow as separate streams).
 fn page_revisits(s: &LoopStmt) -> usize {
     let loops: Vec<&Loop> = s.loops.iter().filter(|l| l.extent > 1).collect();
     let mut count = 0;
@@ -93,7 +89,7 @@ fn page_revisits(s: &LoopStmt) -> usize {
         for (i, outer) in loops.iter().enumerate() {
             count += loops[i + 1..]
                 .iter()
-                .filter(|inner| stride(outer) < stride(inner) && stride(inner) < PAGE)
+                .filter(|inner| stride(outer) < stride(inner) && stride(inner) < NEAR)
                 .count();
         }
     }
