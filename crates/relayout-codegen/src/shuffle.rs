@@ -32,6 +32,8 @@ const V: usize = 16;
 const MAX_SOURCES: usize = 4;
 /// Blocks hold at most this many vectors per side, to bound code size and register pressure.
 const MAX_VECTORS: usize = 12;
+/// The tile loop is unrolled until an iteration stores about this many vectors.
+const UNROLL_VECTORS: usize = 8;
 
 /// How a statement is vectorised.
 #[derive(Debug)]
@@ -429,6 +431,8 @@ pub(crate) fn nest(
         Ok(())
     };
     let mut block = |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
+    // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
+    let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
     if plan.x == 0 {
         // X is the outermost loop, whose count is only known at run time: tile it, and put
         // the other loops inside both the tiles and the leftover iterations.
@@ -436,6 +440,7 @@ pub(crate) fn nest(
             b,
             &lx,
             plan.tile,
+            1,
             count,
             src,
             dst,
@@ -449,6 +454,7 @@ pub(crate) fn nest(
                 b,
                 &lx,
                 plan.tile,
+                unroll,
                 Count::Const(lx.extent),
                 s,
                 d,
@@ -485,12 +491,14 @@ fn around(
 }
 
 /// `count` iterations of loop `l`: whole tiles of `tile` iterations by `block`, then the
-/// remaining iterations one by one by `single`.
+/// remaining iterations one by one by `single`. With a known count, up to `unroll` blocks
+/// (a power of two) run per loop iteration.
 #[allow(clippy::too_many_arguments)]
 fn tiled(
     b: &mut FunctionBuilder,
     l: &Loop,
     tile: u64,
+    unroll: u64,
     count: Count,
     src: Addr,
     dst: Addr,
@@ -509,7 +517,32 @@ fn tiled(
     match count {
         Count::Const(n) => {
             let main = n / tile;
-            counted_loop(b, Count::Const(main), src, dst, big, block)?;
+            // Cranelift does not unroll: a loop of one small block spends as many
+            // instructions on the loop as on the block.
+            let u = if main == 0 {
+                1
+            } else {
+                1u64 << (63 - unroll.min(main).leading_zeros())
+            };
+            let at =
+                |a: Addr, step: i64, k: u64| step.checked_mul(k as i64).and_then(|o| a.plus(o));
+            let step = (
+                big.0.checked_mul(u as i64).ok_or_else(&overflow)?,
+                big.1.checked_mul(u as i64).ok_or_else(&overflow)?,
+            );
+            counted_loop(b, Count::Const(main / u), src, dst, step, &mut |b, s, d| {
+                for k in 0..u {
+                    let s = at(s, big.0, k).ok_or_else(&overflow)?;
+                    let d = at(d, big.1, k).ok_or_else(&overflow)?;
+                    block(b, s, d)?;
+                }
+                Ok(())
+            })?;
+            for k in main / u * u..main {
+                let s = at(src, big.0, k).ok_or_else(&overflow)?;
+                let d = at(dst, big.1, k).ok_or_else(&overflow)?;
+                block(b, s, d)?;
+            }
             for j in main * tile..n {
                 let s = l.src_stride.checked_mul(j as i64).and_then(|o| src.plus(o));
                 let d = l.dst_stride.checked_mul(j as i64).and_then(|o| dst.plus(o));
