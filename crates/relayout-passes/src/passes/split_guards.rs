@@ -26,7 +26,8 @@
 use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
-use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters};
+use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters, with_range};
+use crate::sum::{Atom, Sum};
 use crate::PassError;
 use relayout_ir::{Action, AffineExpr, Kernel, Stmt};
 
@@ -62,6 +63,16 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
     };
+    if let Some((d, lo, hi)) = interior(&s).filter(|_| *budget >= 2) {
+        *budget -= 2;
+        let r = s.domain[d];
+        for (a, b) in [(r.lo, lo), (lo, hi), (hi, r.hi)] {
+            if a < b {
+                split(&with_range(&s, d, a, b), budget, out);
+            }
+        }
+        return;
+    }
     let Some(d) = dim_to_peel(&s) else {
         out.push(s);
         return;
@@ -100,6 +111,58 @@ fn dim_to_peel(s: &Stmt) -> Option<usize> {
         return None;
     }
     Some(best)
+}
+
+/// For a copy: a range `[lo, hi)` of one dim, strictly inside its range, where some affine
+/// multi-dim constraint holds whatever the other dims are, as `(dim, lo, hi)`. The dim is the
+/// one of the constraint with the most values (a row, not a block offset).
+///
+/// Reason: peeling the dim with the fewest values (below) makes one statement per block
+/// offset, and each of them then reads the source in a separate strided pass (SpaceToBatchND
+/// with padding: one statement per phase, four passes over the input for a 2x2 block). The
+/// interior instead stays one statement over all block offsets, which reads the source in
+/// order; only the thin boundary slabs are peeled. Accumulates are left to the peeling: their
+/// statement per kernel position is what the code generator vectorises.
+fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
+    if !matches!(s.action, Action::Copy { .. }) {
+        return None;
+    }
+    let simp = Simplifier::new(&s.domain)?;
+    let outermost = s.domain.iter().position(|r| r.len() > 1);
+    s.guard.iter().find_map(|c| {
+        let sum = simp.sum_of(&c.expr).filter(Sum::is_linear)?;
+        let dims = sum.dims_used();
+        if dims.len() < 2 {
+            return None;
+        }
+        let d = dims
+            .into_iter()
+            .max_by_key(|&d| (s.domain[d].len(), std::cmp::Reverse(d)))?;
+        if order_matters(s) && outermost != Some(d) {
+            return None;
+        }
+        let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
+        let (_, coef) = own.as_single_term()?;
+        let r = simp.bounds(&rest)?;
+        // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1.
+        let need_lo = c.lo.checked_sub(r.lo)?;
+        let need_hi = c.hi.checked_sub(1)?.checked_sub(r.hi)?;
+        let (x_lo, x_hi) = if coef > 0 {
+            (div_ceil(need_lo, coef), need_hi.div_euclid(coef))
+        } else {
+            // Dividing by a negative coefficient flips both inequalities.
+            (div_ceil(need_hi, coef), need_lo.div_euclid(coef))
+        };
+        let range = s.domain[d];
+        let lo = x_lo.max(range.lo);
+        let hi = x_hi.checked_add(1)?.min(range.hi);
+        (hi - lo >= 2 && (lo > range.lo || hi < range.hi)).then_some((d, lo, hi))
+    })
+}
+
+/// `ceil(a / b)` for `b != 0`.
+fn div_ceil(a: i64, b: i64) -> i64 {
+    -((-a).div_euclid(b))
 }
 
 /// Replaces each unguarded box-shaped fill by fills of what no later copy or fill overwrites.
