@@ -24,6 +24,7 @@ use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{Loop, LoopAction, LoopStmt};
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Bytes of a vector.
 const V: usize = 16;
@@ -57,7 +58,7 @@ enum Node {
     /// Source vector number i, as loaded.
     Src(usize),
     /// `shuffle a b mask`: lane p is lane `mask[p]` of `a ++ b`.
-    Shuffle(Box<Node>, Box<Node>, [u8; V]),
+    Shuffle(Rc<Node>, Rc<Node>, [u8; V]),
 }
 
 /// What a lane of a vector in the tree holds: a lane of a source vector, or something the
@@ -73,7 +74,9 @@ type Lanes = [Slot; V];
 /// A way to compute a vector: the node, what its lanes hold, and its cost in instructions.
 #[derive(Clone, Debug)]
 struct Candidate {
-    node: Node,
+    /// Shared: the search combines and discards many candidates, and cloning a tree would
+    /// dominate compile time.
+    node: Rc<Node>,
     lanes: Lanes,
     cost: u32,
 }
@@ -158,7 +161,7 @@ fn block(stmt: &LoopStmt, x: usize, f: usize, tile: u64) -> Option<(Plan, u64)> 
     for (target, &offset) in targets.iter().zip(&dst_vectors) {
         let c = build(target)?;
         cost += u64::from(c.cost);
-        built.push((offset, c.node));
+        built.push((offset, Rc::unwrap_or_clone(c.node)));
     }
     let plan = Plan {
         x,
@@ -220,17 +223,46 @@ fn build(target: &Lanes) -> Option<Candidate> {
         return half(&sources, target).into_iter().min_by_key(|c| c.cost);
     }
     let (a, b) = sources.split_at(sources.len().div_ceil(2));
+    let (left, right) = (half(a, target), half(b, target));
+    // This double loop is most of the compile time of an interleave kernel: look lanes up
+    // in tables, and build a node only for a candidate that beats the best so far.
+    let right_lanes: Vec<LaneTable> = right.iter().map(|r| lane_table(&r.lanes)).collect();
     let mut best: Option<Candidate> = None;
-    for l in half(a, target) {
-        for r in half(b, target) {
-            if let Some(c) = merge(&l, &r, target) {
-                if best.as_ref().is_none_or(|b| c.cost < b.cost) {
-                    best = Some(c);
-                }
+    for l in &left {
+        let l_lanes = lane_table(&l.lanes);
+        for (r, r_lanes) in right.iter().zip(&right_lanes) {
+            let Some(mask) = merge_mask(&l_lanes, r_lanes, target) else {
+                continue;
+            };
+            let cost = l.cost + r.cost + if single_instruction(&mask) { 1 } else { 3 };
+            if best.as_ref().is_none_or(|b| cost < b.cost) {
+                best = Some(shuffle(l, r, &mask, cost - l.cost - r.cost));
             }
         }
     }
     best
+}
+
+/// Where each slot first occurs in a vector's lanes (`u8::MAX`: nowhere), indexed by
+/// [`slot_index`].
+type LaneTable = [u8; SLOTS];
+
+/// Slots a lane can hold: a byte of one of at most [`MAX_VECTORS`] source vectors, or junk.
+const SLOTS: usize = MAX_VECTORS * V + 1;
+
+fn slot_index(slot: Slot) -> usize {
+    match slot {
+        Slot::Byte(v, l) => v * V + l,
+        Slot::Junk => MAX_VECTORS * V,
+    }
+}
+
+fn lane_table(lanes: &Lanes) -> LaneTable {
+    let mut table = [u8::MAX; SLOTS];
+    for (p, &slot) in lanes.iter().enumerate().rev() {
+        table[slot_index(slot)] = p as u8;
+    }
+    table
 }
 
 /// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
@@ -242,7 +274,7 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Candidate> {
         .collect();
     let mut out = Vec::new();
     let src = |s: usize| Candidate {
-        node: Node::Src(s),
+        node: Rc::new(Node::Src(s)),
         lanes: std::array::from_fn(|l| Slot::Byte(s, l)),
         cost: 0,
     };
@@ -304,24 +336,25 @@ fn shuffle(a: &Candidate, b: &Candidate, mask: &[u8; V], cost: u32) -> Candidate
         i => b.lanes[i - V],
     });
     Candidate {
-        node: Node::Shuffle(Box::new(a.node.clone()), Box::new(b.node.clone()), *mask),
+        node: Rc::new(Node::Shuffle(a.node.clone(), b.node.clone(), *mask)),
         lanes,
         cost: a.cost + b.cost + cost,
     }
 }
 
-/// The final step: lanes of `l` and `r` into `target`'s order.
-fn merge(l: &Candidate, r: &Candidate, target: &Lanes) -> Option<Candidate> {
+/// The mask of the final step, lanes of `l` and `r` (given by their lane tables) into
+/// `target`'s order: each lane from the first place `l` holds it, else from `r`.
+fn merge_mask(l: &LaneTable, r: &LaneTable, target: &Lanes) -> Option<[u8; V]> {
     let mut mask = [0u8; V];
-    for (p, t) in target.iter().enumerate() {
-        mask[p] = if let Some(i) = l.lanes.iter().position(|x| x == t) {
-            i as u8
-        } else {
-            (V + r.lanes.iter().position(|x| x == t)?) as u8
+    for (m, &t) in mask.iter_mut().zip(target) {
+        let i = slot_index(t);
+        *m = match (l[i], r[i]) {
+            (u8::MAX, u8::MAX) => return None,
+            (u8::MAX, j) => V as u8 + j,
+            (j, _) => j,
         };
     }
-    let cost = if single_instruction(&mask) { 1 } else { 3 };
-    Some(shuffle(l, r, &mask, cost))
+    Some(mask)
 }
 
 /// Whether Cranelift lowers a two-operand mask to one instruction on x86-64 (the forms this
