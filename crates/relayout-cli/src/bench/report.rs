@@ -72,6 +72,12 @@ pub fn notes(results: &[CaseResult], threads: usize) -> Vec<String> {
     ];
     if results.iter().any(|r| r.counts_input) {
         notes.push("* Col2Im: GB/s counts input + output bytes; its memcpy reference copies only the output bytes, so its ratio is naturally far above 1.".into());
+        notes.extend(
+            results
+                .iter()
+                .filter(|r| r.counts_input)
+                .map(bandwidth_note),
+        );
     }
     notes.extend(cache_note(results));
     notes.extend(
@@ -81,6 +87,19 @@ pub fn notes(results: &[CaseResult], threads: usize) -> Vec<String> {
             .map(per_call_note),
     );
     notes
+}
+
+/// A Col2Im case's throughput against memcpy's: bytes read and written per second by the
+/// kernel over bytes copied per second by memcpy.
+fn bandwidth_note(r: &CaseResult) -> String {
+    let memcpy = r.out_bytes as f64 / r.timing.memcpy_ns;
+    format!(
+        "{}: {:.2} GB/s of input + output = {:.2}x memcpy's {:.2} GB/s (the goal is 0.6x or more).",
+        r.name,
+        r.gb_per_s(),
+        r.gb_per_s() / memcpy,
+        memcpy
+    )
 }
 
 /// Whether the repeated compile was a cache hit, judged from the times rather than assumed,
