@@ -220,7 +220,18 @@ fn build(target: &Lanes) -> Option<Candidate> {
         return None;
     }
     if sources.len() == 1 {
-        return half(&sources, target).into_iter().min_by_key(|c| c.cost);
+        // `half` offers the source as loaded too, which holds the bytes but maybe not in
+        // their lanes: only a candidate with every needed byte in place is a result.
+        let in_place = |c: &Candidate| {
+            c.lanes
+                .iter()
+                .zip(target)
+                .all(|(have, want)| *want == Slot::Junk || have == want)
+        };
+        return half(&sources, target)
+            .into_iter()
+            .filter(in_place)
+            .min_by_key(|c| c.cost);
     }
     let (a, b) = sources.split_at(sources.len().div_ceil(2));
     let (left, right) = (half(a, target), half(b, target));

@@ -4,26 +4,8 @@
 use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
 use relayout_jit::CompiledKernel;
 
-/// Deterministic pseudo-random bytes (xorshift), so failures reproduce.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-    Loop {
-        extent,
-        src_stride,
-        dst_stride,
-    }
-}
+mod support;
+use support::{bytes, lp};
 
 fn stmt(
     action: LoopAction,

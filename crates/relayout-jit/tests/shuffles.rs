@@ -7,25 +7,8 @@ use proptest::prelude::*;
 use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
 use relayout_jit::CompiledKernel;
 
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-    Loop {
-        extent,
-        src_stride,
-        dst_stride,
-    }
-}
+mod support;
+use support::{bytes, lp};
 
 /// A copy statement over 1-D tensors long enough for its reach (strides may be negative; the
 /// offsets lift the lowest access to `slack`).
@@ -80,6 +63,33 @@ fn check(k: &LoopKernel) {
             panic!("{m}");
         }
     }
+}
+
+/// Destination vectors that are a permutation of ONE source vector: the lanes must move.
+/// (A bug chose the source vector as loaded because it "holds" the bytes, so these copies
+/// came out unpermuted; proptest found it with swapped f64 pairs.)
+#[test]
+fn single_source_permutations() {
+    // Swapped f64 pairs, the reversed loop innermost.
+    check(&kernel(
+        DType::F64,
+        8,
+        vec![lp(4, 16, 16), lp(2, 8, -8)],
+        (0, 0),
+    ));
+    // Each group of four f32 reversed, and each group of eight u16.
+    check(&kernel(
+        DType::F32,
+        4,
+        vec![lp(6, 16, 16), lp(4, 4, -4)],
+        (0, 0),
+    ));
+    check(&kernel(
+        DType::U16,
+        2,
+        vec![lp(5, 16, 16), lp(8, 2, -2)],
+        (0, 0),
+    ));
 }
 
 /// Pixel shuffle, NCHW CRD, f32, block 4: in [16, h, w], out [4 h, 4 w].
