@@ -2,6 +2,7 @@
 
 use crate::accumulate::{self, Adder};
 use crate::copy::{self, Mover};
+use crate::loops::Count;
 use crate::mem::Addr;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::{types, InstBuilder};
@@ -69,6 +70,25 @@ impl Body {
         match self.op {
             Op::Move(_) => self.bytes <= 16,
             Op::Add(adder) => adder.is_small(self.bytes),
+        }
+    }
+
+    /// Emits `count` runs stepping by the loop's strides with one call, when the body
+    /// streams (see [`Body::streams`]); `false` (and nothing emitted) otherwise.
+    pub fn emit_stream_rows(
+        &self,
+        b: &mut FunctionBuilder,
+        count: Count,
+        steps: (i64, i64),
+        src: Addr,
+        dst: Addr,
+    ) -> bool {
+        match self.op {
+            Op::Move(mover @ (Mover::StreamCopy(_) | Mover::StreamZero(_))) => {
+                copy::emit_stream_rows(b, mover, self.bytes, count, steps, src, dst);
+                true
+            }
+            _ => false,
         }
     }
 

@@ -104,15 +104,57 @@ impl Mover {
                 let zero = b.ins().iconst(types::I8, 0);
                 b.call_memset(cfg, d, zero, size);
             }
-            Mover::StreamCopy(f) => {
-                let s = src.value(b, 0);
-                b.ins().call(f, &[d, s, size]);
-            }
-            Mover::StreamZero(f) => {
-                b.ins().call(f, &[d, size]);
+            Mover::StreamCopy(_) | Mover::StreamZero(_) => {
+                let one = b.ins().iconst(types::I64, 1);
+                self.call_rows(b, size, one, (0, 0), src, dst);
             }
         }
     }
+
+    /// For a streaming mover: one helper call that moves `count` runs of `size` bytes,
+    /// stepping by `src_step` and `dst_step` bytes.
+    fn call_rows(
+        self,
+        b: &mut FunctionBuilder,
+        size: Value,
+        count: Value,
+        (src_step, dst_step): (i64, i64),
+        src: Addr,
+        dst: Addr,
+    ) {
+        let d = dst.value(b, 0);
+        let dst_step = b.ins().iconst(types::I64, dst_step);
+        match self {
+            Mover::StreamCopy(f) => {
+                let s = src.value(b, 0);
+                let src_step = b.ins().iconst(types::I64, src_step);
+                b.ins().call(f, &[d, s, size, count, dst_step, src_step]);
+            }
+            Mover::StreamZero(f) => {
+                b.ins().call(f, &[d, size, count, dst_step]);
+            }
+            Mover::Copy | Mover::Zero(_) => unreachable!("only streaming movers call rows"),
+        }
+    }
+}
+
+/// For a streaming mover: `count` runs of `bytes` bytes (an innermost loop), in one helper
+/// call.
+pub(crate) fn emit_stream_rows(
+    b: &mut FunctionBuilder,
+    mover: Mover,
+    bytes: u64,
+    count: Count,
+    steps: (i64, i64),
+    src: Addr,
+    dst: Addr,
+) {
+    let size = b.ins().iconst(types::I64, bytes as i64);
+    let count = match count {
+        Count::Const(n) => b.ins().iconst(types::I64, n as i64),
+        Count::Dyn(n) => n,
+    };
+    mover.call_rows(b, size, count, steps, src, dst);
 }
 
 /// Emits a run of `bytes` bytes (at least one) at `src` and `dst`.

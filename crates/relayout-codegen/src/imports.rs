@@ -20,11 +20,14 @@ pub enum Helper {
     F16Add,
     /// The same for bf16.
     Bf16Add,
-    /// `extern "C" fn(dst: *mut u8, src: *const u8, len: u64)`: copies `len` bytes with
-    /// non-temporal (streaming) stores, which CLIF cannot express. The stores are weakly
-    /// ordered until a [`Helper::StoreFence`].
+    /// `extern "C" fn(dst: *mut u8, src: *const u8, len: u64, count: u64, dst_stride: i64,
+    /// src_stride: i64)`: copies `count` runs of `len` bytes, run `k` at `k * stride` from
+    /// each pointer, with non-temporal (streaming) stores, which CLIF cannot express. The
+    /// stores are weakly ordered until a [`Helper::StoreFence`]. One call moves a whole
+    /// innermost loop, so that the call costs little next to the bytes it moves.
     StreamCopy,
-    /// `extern "C" fn(dst: *mut u8, len: u64)`: zeroes `len` bytes with streaming stores.
+    /// `extern "C" fn(dst: *mut u8, len: u64, count: u64, dst_stride: i64)`: zeroes `count`
+    /// runs of `len` bytes with streaming stores.
     StreamZero,
     /// `extern "C" fn()`: a store fence (`sfence`), after which the streaming stores are
     /// ordered like ordinary ones. Every function that streams calls it before returning.
@@ -58,8 +61,8 @@ impl Helper {
         let mut sig = Signature::new(call_conv);
         let (params, returns): (&[_], &[_]) = match self {
             Helper::F16Add | Helper::Bf16Add => (&[types::I32, types::I32], &[types::I32]),
-            Helper::StreamCopy => (&[types::I64, types::I64, types::I64], &[]),
-            Helper::StreamZero => (&[types::I64, types::I64], &[]),
+            Helper::StreamCopy => (&[types::I64; 6], &[]),
+            Helper::StreamZero => (&[types::I64; 4], &[]),
             Helper::StoreFence => (&[], &[]),
         };
         sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));

@@ -154,6 +154,13 @@ fn levels(
     let Some((l, inner)) = loops.split_first() else {
         return emit_pattern(b, stmt, body, pattern, src, dst);
     };
+    // Streaming runs are long and not folded, so the pattern is the single run.
+    if inner.is_empty()
+        && pattern == [(0, 0)]
+        && body.emit_stream_rows(b, count, (src_stride(body, l), l.dst_stride), src, dst)
+    {
+        return Ok(());
+    }
     if inner.is_empty() && body.is_small() {
         // A power of two, so that the runtime split of the count is a shift and a mask.
         let raw = (UNROLL_RUNS / pattern.len()).max(1) as u64;

@@ -9,45 +9,72 @@
 //! written with ordinary unaligned stores. On targets other than x86-64 the functions are
 //! plain copies and fills.
 
-/// Copies `len` bytes from `src` to `dst` with streaming stores.
+/// Copies `count` runs of `len` bytes from `src` to `dst` with streaming stores, run `k` at
+/// `k * src_stride` from `src` and `k * dst_stride` from `dst`.
 ///
 /// # Safety
-/// `src` must be valid for reads and `dst` for writes of `len` bytes, and they must not
-/// overlap. Generated code passes runs of a verified kernel inside buffers whose lengths the
-/// JIT checked, which the caller guarantees do not overlap.
-pub(crate) unsafe extern "C" fn relayout_stream_copy(dst: *mut u8, src: *const u8, len: u64) {
+/// Every run must be valid for reads at the source and for writes at the destination, and
+/// the source and destination must not overlap. Generated code passes the runs of an
+/// innermost loop of a verified kernel inside buffers whose lengths the JIT checked, which
+/// the caller guarantees do not overlap.
+pub(crate) unsafe extern "C" fn relayout_stream_copy(
+    dst: *mut u8,
+    src: *const u8,
+    len: u64,
+    count: u64,
+    dst_stride: i64,
+    src_stride: i64,
+) {
     let len = len as usize;
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the caller's contract, and AVX was just detected.
-            return unsafe { x86::copy_avx(dst, src, len) };
-        }
-        // SAFETY: the caller's contract; SSE2 is part of x86-64.
-        unsafe { x86::copy_sse2(dst, src, len) }
-    }
+    let copy: unsafe fn(*mut u8, *const u8, usize) = if std::arch::is_x86_feature_detected!("avx") {
+        x86::copy_avx
+    } else {
+        x86::copy_sse2
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, len)
+    let copy: unsafe fn(*mut u8, *const u8, usize) = |d, s, n| unsafe {
+        // SAFETY: the caller's contract.
+        std::ptr::copy_nonoverlapping(s, d, n)
+    };
+    for k in 0..count as isize {
+        // SAFETY: the caller's contract: run `k` lies inside both buffers (`wrapping_offset`
+        // computes its address, which is in bounds, without asserting it on the way), and
+        // the AVX variant is chosen only when the CPU has AVX.
+        unsafe {
+            copy(
+                dst.wrapping_offset(k * dst_stride as isize),
+                src.wrapping_offset(k * src_stride as isize),
+                len,
+            )
+        }
     }
 }
 
-/// Zeroes `len` bytes at `dst` with streaming stores.
+/// Zeroes `count` runs of `len` bytes, run `k` at `k * dst_stride` from `dst`, with
+/// streaming stores.
 ///
 /// # Safety
-/// `dst` must be valid for writes of `len` bytes.
-pub(crate) unsafe extern "C" fn relayout_stream_zero(dst: *mut u8, len: u64) {
+/// Every run must be valid for writes.
+pub(crate) unsafe extern "C" fn relayout_stream_zero(
+    dst: *mut u8,
+    len: u64,
+    count: u64,
+    dst_stride: i64,
+) {
     let len = len as usize;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's contract; SSE2 is part of x86-64.
-    unsafe {
-        x86::zero_sse2(dst, len)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        std::ptr::write_bytes(dst, 0, len)
+    for k in 0..count as isize {
+        let at = dst.wrapping_offset(k * dst_stride as isize);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller's contract; SSE2 is part of x86-64.
+        unsafe {
+            x86::zero_sse2(at, len)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: the caller's contract.
+        unsafe {
+            std::ptr::write_bytes(at, 0, len)
+        }
     }
 }
 
@@ -153,7 +180,14 @@ mod tests {
                 let mut dst = vec![0xeeu8; 600];
                 // SAFETY: `at + len + 1 <= 600` for both buffers, which are distinct.
                 unsafe {
-                    relayout_stream_copy(dst.as_mut_ptr().add(at), src.as_ptr().add(1), len as u64)
+                    relayout_stream_copy(
+                        dst.as_mut_ptr().add(at),
+                        src.as_ptr().add(1),
+                        len as u64,
+                        1,
+                        0,
+                        0,
+                    )
                 };
                 relayout_store_fence();
                 assert!(
@@ -167,7 +201,7 @@ mod tests {
                 );
 
                 // SAFETY: `at + len <= 600`.
-                unsafe { relayout_stream_zero(dst.as_mut_ptr().add(at), len as u64) };
+                unsafe { relayout_stream_zero(dst.as_mut_ptr().add(at), len as u64, 1, 0) };
                 relayout_store_fence();
                 assert!(
                     dst[at..at + len].iter().all(|&x| x == 0),
@@ -178,6 +212,54 @@ mod tests {
                     "zero len {len} at {at}: tail"
                 );
             }
+        }
+    }
+
+    /// Several runs per call, with positive and negative strides, land where the strides say.
+    #[test]
+    fn streaming_rows_follow_the_strides() {
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 5) as u8).collect();
+        for (len, count, ds, ss) in [
+            (64usize, 5usize, 100isize, 70isize),
+            (65, 4, -80, 300),
+            (200, 3, 256, -256),
+        ] {
+            let mut dst = vec![0u8; 4096];
+            let (d0, s0) = (2000usize, 2000usize);
+            // SAFETY: every run lies inside both 4096-byte buffers, which are distinct.
+            unsafe {
+                relayout_stream_copy(
+                    dst.as_mut_ptr().add(d0),
+                    src.as_ptr().add(s0),
+                    len as u64,
+                    count as u64,
+                    ds as i64,
+                    ss as i64,
+                );
+            }
+            relayout_store_fence();
+            let mut want = vec![0u8; 4096];
+            for k in 0..count as isize {
+                let d = (d0 as isize + k * ds) as usize;
+                let s = (s0 as isize + k * ss) as usize;
+                want[d..d + len].copy_from_slice(&src[s..s + len]);
+            }
+            assert_eq!(dst, want, "len {len} count {count} strides {ds} {ss}");
+
+            // SAFETY: as above, for the destination.
+            unsafe {
+                relayout_stream_zero(
+                    dst.as_mut_ptr().add(d0),
+                    len as u64,
+                    count as u64,
+                    ds as i64,
+                )
+            };
+            relayout_store_fence();
+            assert!(
+                dst.iter().all(|&x| x == 0),
+                "zero rows len {len} count {count}"
+            );
         }
     }
 }
