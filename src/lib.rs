@@ -6,7 +6,7 @@
 //!
 //! ## The model
 //!
-//! An op description ([`Op`] plus the input [`TensorType`](ir::TensorType)) goes through four
+//! An op description ([`Op`] plus the input [`TensorType`]) goes through four
 //! stages, each of which prints as text:
 //!
 //! 1. **Lowering** ([`Op::lower`]): the op becomes an *index-map kernel* ([`ir::Kernel`]): for
