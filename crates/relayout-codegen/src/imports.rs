@@ -23,6 +23,7 @@ pub enum Helper {
 }
 
 impl Helper {
+    /// Every helper.
     pub const ALL: [Helper; 2] = [Helper::F16Add, Helper::Bf16Add];
 
     /// The symbol name under which the embedder registers the function.
@@ -76,6 +77,7 @@ pub struct ModuleImports<'m, M: Module + ?Sized> {
 }
 
 impl<'m, M: Module + ?Sized> ModuleImports<'m, M> {
+    /// Imports into `module`, declaring each helper once however often it is used.
     pub fn new(module: &'m mut M) -> Self {
         ModuleImports {
             module,

@@ -11,6 +11,8 @@
 //! and computes where each element goes, as the documentation tells the story. Only
 //! validation is shared, through [`Op::output_type`], so both see the same valid inputs.
 
+#![warn(missing_docs)]
+
 mod batch;
 mod col2im;
 mod depth;
