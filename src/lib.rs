@@ -155,6 +155,12 @@ pub use relayout_ops::{
 pub use tensor_text::{format_element, format_tensor};
 
 use relayout_ir::{Kernel, LoopKernel, TensorType};
+
+// The README's Rust example runs as a doctest, so that what a new user copies first compiles
+// and does what the README says.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
 use relayout_jit::CompiledKernel;
 use std::sync::Arc;
 
