@@ -92,6 +92,6 @@ fn describe(m: &Movement) -> String {
         Movement::Gather {
             statements, fills, ..
         } => format!("a gather: {statements} loop nests, {fills} of them zero fills"),
-        other => format!("{other:?}"),
+        other => other.to_string(),
     }
 }

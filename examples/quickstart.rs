@@ -42,6 +42,6 @@ fn main() -> Result<(), relayout::Error> {
         "// ----- loop IR: what is compiled ----- //\n{}",
         stages.loops
     );
-    println!("movement: {:?}", kernel.movement());
+    println!("movement: {}", kernel.movement());
     Ok(())
 }

@@ -63,8 +63,11 @@ pub enum Movement {
     /// Example: BatchToSpaceND with block `[1]` and crops `[[1, 1]]` on `[1, 4, 3, 2]` f32
     /// keeps rows 1 and 2: `ContiguousCopy { src_offset: 24, dst_offset: 0, bytes: 48 }`.
     ContiguousCopy {
+        /// Where the copied block starts in the input.
         src_offset: u64,
+        /// Where it starts in the output.
         dst_offset: u64,
+        /// Its length.
         bytes: u64,
     },
     /// A transpose, described as numpy would write it:
@@ -74,7 +77,12 @@ pub enum Movement {
     ///
     /// Example: DepthToSpace DCR with block 2 on `[1, 8, 1, 1]` NCHW (channels `(by, bx, c)`)
     /// is `Permutation { shape: [4, 2], perm: [1, 0] }`.
-    Permutation { shape: Vec<u64>, perm: Vec<usize> },
+    Permutation {
+        /// The input viewed as a row-major array of this shape (in elements).
+        shape: Vec<u64>,
+        /// Output axis `i` is axis `perm[i]` of that array.
+        perm: Vec<usize>,
+    },
     /// Anything else: padding inside the tensor, crops of non-contiguous blocks, Col2Im's
     /// scatter-add, an output of zeros only. `statements` counts the loop statements of the
     /// kernel, `fills` those of them that write zeros, and `bytes_moved` is
@@ -82,10 +90,68 @@ pub enum Movement {
     ///
     /// Example: SpaceToBatchND with block `[2, 2]` and paddings `[[1, 2], [1, 2]]`.
     Gather {
+        /// The number of loop statements of the kernel.
         statements: usize,
+        /// How many of them write zeros.
         fills: usize,
+        /// Bytes read plus bytes written by one run.
         bytes_moved: u64,
     },
+}
+
+/// One line for a log or a report: what moves, in the variant's terms.
+///
+/// ```
+/// use relayout::Movement;
+///
+/// assert_eq!(Movement::NoMovement.to_string(), "no movement: the output is the input's bytes in order (a view)");
+/// let slice = Movement::ContiguousCopy { src_offset: 24, dst_offset: 0, bytes: 48 };
+/// assert_eq!(
+///     slice.to_string(),
+///     "contiguous copy: output[0..48] = input[24..72] (bytes), any other output byte zero"
+/// );
+/// let transpose = Movement::Permutation { shape: vec![2, 3, 4], perm: vec![0, 2, 1] };
+/// assert_eq!(transpose.to_string(), "permutation: input.reshape(2, 3, 4).transpose(0, 2, 1)");
+/// let gather = Movement::Gather { statements: 3, fills: 1, bytes_moved: 4096 };
+/// assert_eq!(gather.to_string(), "gather: 3 loop statements (1 zero fill), 4096 bytes moved");
+/// ```
+impl std::fmt::Display for Movement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |items: &mut dyn Iterator<Item = String>| items.collect::<Vec<_>>().join(", ");
+        match self {
+            Movement::NoMovement => {
+                f.write_str("no movement: the output is the input's bytes in order (a view)")
+            }
+            Movement::ContiguousCopy {
+                src_offset,
+                dst_offset,
+                bytes,
+            } => write!(
+                f,
+                "contiguous copy: output[{dst_offset}..{}] = input[{src_offset}..{}] (bytes), \
+                 any other output byte zero",
+                dst_offset.saturating_add(*bytes),
+                src_offset.saturating_add(*bytes),
+            ),
+            Movement::Permutation { shape, perm } => write!(
+                f,
+                "permutation: input.reshape({}).transpose({})",
+                list(&mut shape.iter().map(u64::to_string)),
+                list(&mut perm.iter().map(usize::to_string)),
+            ),
+            Movement::Gather {
+                statements,
+                fills,
+                bytes_moved,
+            } => write!(
+                f,
+                "gather: {statements} loop statement{} ({fills} zero fill{}), {bytes_moved} \
+                 bytes moved",
+                if *statements == 1 { "" } else { "s" },
+                if *fills == 1 { "" } else { "s" },
+            ),
+        }
+    }
 }
 
 impl CompiledOp {

@@ -16,6 +16,7 @@ use crate::analysis::{self, Movement};
 use crate::{Element, Error, ErrorCategory, Op, OpError, Stages};
 use relayout_ir::{Action, AffineExpr, Constraint, Kernel, Stmt, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
+use std::sync::Arc;
 
 /// Why a chain could not be fused.
 #[derive(Debug, thiserror::Error)]
@@ -26,16 +27,23 @@ pub enum FuseError {
     /// The op at `index` is invalid for the type the chain gives it.
     #[error("op {index} of the chain ({op}) is invalid for its input {input}: {source}")]
     Op {
+        /// The op's position in the chain, from 0.
         index: usize,
+        /// The op's name.
         op: &'static str,
+        /// The type the chain gives the op.
         input: TensorType,
+        /// Why the op is invalid for it.
         source: OpError,
     },
     /// The op at `index` does not lower to a gather (Col2Im), so its map cannot be composed.
     #[error("op {index} of the chain ({op}) cannot be fused: {reason}")]
     NotFusable {
+        /// The op's position in the chain, from 0.
         index: usize,
+        /// The op's name.
         op: &'static str,
+        /// Which part of the gather form its lowering breaks.
         reason: String,
     },
     /// The composed kernel fails verification: a bug in the composition, never in the input.
@@ -60,11 +68,16 @@ impl FuseError {
 
 /// A fused chain of ops (or any index-map kernel) compiled for one input type: run it as often
 /// as you like, from any thread. The counterpart of [`CompiledOp`](crate::CompiledOp) for
-/// kernels that are not one op.
+/// kernels that are not one op. Cloning is cheap (the compiled code and the IR are shared).
+#[derive(Clone)]
 pub struct FusedOp {
+    inner: Arc<FusedInner>,
+}
+
+struct FusedInner {
     ops: Vec<Op>,
     stages: Stages,
-    kernel: CompiledKernel,
+    kernel: Arc<CompiledKernel>,
 }
 
 /// Composes `ops`, applied one after another to a tensor of type `input`, into one index-map
@@ -155,72 +168,86 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
 /// ```
 pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseError> {
     let kernel = fuse_chain(ops, input)?;
-    let mut fused = compile_kernel(kernel)?;
-    fused.ops = ops.to_vec();
-    Ok(fused)
+    Ok(compile_fused(ops.to_vec(), kernel)?)
 }
 
 /// Simplifies, verifies and JIT-compiles any index-map kernel with the default pipeline, as
 /// [`compile`](crate::compile) does for one op. The result's [`FusedOp::ops`] is empty.
+///
+/// The machine code comes from the kernel cache when an equal loop kernel was compiled before
+/// (by this function, [`compile_chain`] or [`compile`](crate::compile)), so compiling the same
+/// chain twice generates code once.
 pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
+    compile_fused(Vec::new(), kernel)
+}
+
+fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {
     let optimized = relayout_passes::optimize_index(&kernel)?;
     let loops = relayout_passes::lower_to_loops(&kernel)?;
-    let compiled = CompiledKernel::compile(&loops)?;
+    let compiled = crate::cache::code_for(&loops)?;
     Ok(FusedOp {
-        ops: Vec::new(),
-        stages: Stages {
-            lowered: kernel,
-            optimized,
-            loops,
-        },
-        kernel: compiled,
+        inner: Arc::new(FusedInner {
+            ops,
+            stages: Stages {
+                lowered: kernel,
+                optimized,
+                loops,
+            },
+            kernel: compiled,
+        }),
     })
 }
 
 impl FusedOp {
     /// The ops of the chain, in the order they apply (empty for [`compile_kernel`]).
     pub fn ops(&self) -> &[Op] {
-        &self.ops
+        &self.inner.ops
     }
 
     /// The type of the chain's input.
     pub fn input_type(&self) -> &TensorType {
-        &self.stages.lowered.src
+        &self.inner.stages.lowered.src
     }
 
     /// The type of the chain's output: the last op's.
     pub fn output_type(&self) -> &TensorType {
-        &self.stages.lowered.dst
+        &self.inner.stages.lowered.dst
     }
 
     /// The IR of every stage: `lowered` is the composed kernel before any pass.
     pub fn stages(&self) -> &Stages {
-        &self.stages
+        &self.inner.stages
+    }
+
+    /// True when both run the same machine code: they simplified to the same loop kernel, and
+    /// the second found the first's code in the kernel cache.
+    pub fn shares_code_with(&self, other: &FusedOp) -> bool {
+        Arc::ptr_eq(&self.inner.kernel, &other.inner.kernel)
     }
 
     /// What the fused kernel does with the bytes of its input; see [`Movement`].
     pub fn movement(&self) -> Movement {
-        analysis::movement(&self.stages.loops)
+        analysis::movement(&self.inner.stages.loops)
     }
 
     /// Bytes read plus bytes written by one run; see [`analysis::bytes_moved`].
     pub fn bytes_moved(&self) -> u64 {
-        analysis::bytes_moved(&self.stages.loops)
+        analysis::bytes_moved(&self.inner.stages.loops)
     }
 
     /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        Ok(self.kernel.run(src, dst)?)
+        Ok(self.inner.kernel.run(src, dst)?)
     }
 
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        Ok(self.kernel.run_threaded(src, dst, threads)?)
+        Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
     }
 
     /// Runs the kernel on element slices; the element type must have the kernel's element size.
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        Ok(self.kernel.run_typed(src, dst)?)
+        Ok(self.inner.kernel.run_typed(src, dst)?)
     }
 
     /// Runs the kernel into a new buffer.
@@ -245,8 +272,8 @@ impl FusedOp {
 impl std::fmt::Debug for FusedOp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FusedOp")
-            .field("ops", &self.ops)
-            .field("kernel", &self.stages.lowered)
+            .field("ops", &self.inner.ops)
+            .field("kernel", &self.inner.stages.lowered)
             .finish()
     }
 }

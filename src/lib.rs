@@ -1,39 +1,140 @@
 //! # relayout
 //!
-//! relayout compiles tensor relayout ops (SpaceToDepth, DepthToSpace, SpaceToBatch(ND),
-//! BatchToSpace(ND), Col2Im) into machine code specialised for one fixed shape and element type.
+//! relayout compiles tensor relayout ops (TensorFlow's SpaceToDepth, DepthToSpace,
+//! SpaceToBatch(ND), BatchToSpace(ND) and ONNX's DepthToSpace and Col2Im) into machine code
+//! specialised for one fixed shape and element type, and can show every step on the way.
 //!
 //! ## The model
 //!
-//! An op description ([`Op`] plus the input [`TensorType`]) goes through four stages, each of
-//! which can be printed:
+//! An op description ([`Op`] plus the input [`TensorType`]) goes through four
+//! stages, each of which prints as text:
 //!
 //! 1. **Lowering** ([`Op::lower`]): the op becomes an *index-map kernel* ([`ir::Kernel`]): for
 //!    every point of a box of integer points, move one element from `%src[map]` to `%dst[map]`,
 //!    with affine maps written as MLIR writes them (`d1 * 2 + d3 floordiv 4`). This is the
-//!    op's documented semantics, unsimplified.
-//! 2. **Simplification** (`relayout_passes`): range-aware passes rewrite the maps until no
-//!    `floordiv`, `mod` or guard is left: SpaceToDepth becomes the 6-D transpose its
-//!    documentation describes.
-//! 3. **Linearisation and loop passes**: the kernel becomes a *loop kernel* ([`ir::LoopKernel`]):
-//!    per statement, a loop nest with byte strides that moves contiguous runs.
-//! 4. **Code generation**: Cranelift turns each loop nest into machine code, after the verifier
-//!    has proven every access in bounds.
+//!    op's documented semantics, unsimplified ([`Stages::lowered`]).
+//! 2. **Simplification**: range-aware passes rewrite the maps until no `floordiv`, `mod` or
+//!    guard is left: SpaceToDepth becomes the 6-D transpose its documentation describes
+//!    ([`Stages::optimized`]).
+//! 3. **Linearisation and loop passes**: the kernel becomes a *loop kernel*
+//!    ([`ir::LoopKernel`]): per statement, a loop nest with byte strides that moves a
+//!    contiguous run of bytes at each point ([`Stages::loops`]).
+//! 4. **Code generation**: after the verifier has proven every access in bounds, each loop
+//!    nest becomes one Cranelift function ([`clif_text`]), which Cranelift compiles to machine
+//!    code for this machine ([`vcode_text`], [`asm_text`]).
 //!
-//! [`compile`] runs all four and returns a [`CompiledOp`] you can run on byte slices.
+//! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
+//! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be fused into
+//! one index-map kernel before stage 2 ([`compile_chain`]).
+//!
+//! ## The API
+//!
+//! [`compile`] runs all four stages and returns a [`CompiledOp`], cached by op and input type,
+//! which runs on byte slices ([`CompiledOp::run`]) or typed slices ([`CompiledOp::run_typed`])
+//! and keeps the IR of every stage ([`CompiledOp::stages`]):
 //!
 //! ```
-//! use relayout::{compile, ir::{DType, TensorType}, Op, DataFormat};
+//! use relayout::ir::{DType, TensorType};
+//! use relayout::{compile, DataFormat, Op};
 //!
+//! // The 4x4 example of TensorFlow's SpaceToDepth documentation.
 //! let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
-//! let kernel = compile(&op, &TensorType::new(DType::F32, [1, 2, 2, 1])).unwrap();
-//! assert_eq!(kernel.output_type(), &TensorType::new(DType::F32, [1, 1, 1, 4]));
+//! let kernel = compile(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]))?;
+//! assert_eq!(kernel.output_type(), &TensorType::new(DType::F32, [1, 2, 2, 4]));
 //!
-//! let src = [1.0f32, 2.0, 3.0, 4.0];
-//! let mut dst = [0.0f32; 4];
-//! kernel.run_typed(&src, &mut dst).unwrap();
-//! assert_eq!(dst, [1.0, 2.0, 3.0, 4.0]);
+//! let src: Vec<f32> = [1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16]
+//!     .map(|v| v as f32)
+//!     .to_vec();
+//! let mut dst = vec![0.0f32; 16];
+//! kernel.run_typed(&src, &mut dst)?;
+//! assert_eq!(dst, (1..=16).map(|v| v as f32).collect::<Vec<_>>());
+//!
+//! // The IR of every stage prints as text; the loop IR is what was compiled.
+//! let stages = kernel.stages();
+//! assert!(stages.lowered.to_string().contains("floordiv"));
+//! assert!(!stages.optimized.to_string().contains("floordiv"));
+//! println!("{}", stages.loops);
+//! assert!(stages.loops.to_string().starts_with("loops @space_to_depth"));
+//! // ... and so do the Cranelift IR and the machine code.
+//! assert!(relayout::clif_text(&stages.loops)?.contains("function %space_to_depth_0"));
+//! assert!(relayout::vcode_text(&stages.loops)?.contains("ret"));
+//! # Ok::<(), relayout::Error>(())
 //! ```
+//!
+//! Ops are built with the TensorFlow and ONNX attribute names, either as typed values (the
+//! variants of [`Op`]) or from a name and attributes with the documented defaults
+//! ([`Op::from_attrs`], [`attrs_from_json`], [`parse_op_spec`]). An invalid description is an
+//! [`Error`] whose [`category`](Error::category) is the conformance format's category string:
+//!
+//! ```
+//! use relayout::ir::{DType, TensorType};
+//! use relayout::{compile, parse_op_spec, Op};
+//!
+//! let spec = parse_op_spec(r#"DepthToSpace {block_size = 2, mode = "CRD"} : tensor<1x8x3x3xf32>"#)?;
+//! let op = Op::from_attrs(&spec.name, &spec.attrs)?;
+//! // CRD needs NCHW, and data_format defaults to NHWC, as in TensorFlow.
+//! let err = compile(&op, &spec.input).err().unwrap();
+//! assert_eq!(err.category(), Some("bad_mode"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A graph optimizer asks [`CompiledOp::movement`] what an op does with the bytes, and
+//! [`CompiledOp::bytes_moved`] what it costs:
+//!
+//! ```
+//! use relayout::ir::{DType, TensorType};
+//! use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op};
+//!
+//! let d2s = |format| Op::DepthToSpace { block_size: 2, data_format: format, mode: DepthToSpaceMode::Dcr };
+//!
+//! // On a one-pixel NHWC image the block is the whole depth, already in output order: a view.
+//! let one_pixel = compile(&d2s(DataFormat::Nhwc), &TensorType::new(DType::F32, [1, 1, 1, 8]))?;
+//! assert_eq!(one_pixel.movement(), Movement::NoMovement);
+//!
+//! // In NCHW, the channels (by, bx, c) become (c, by, bx): a transpose.
+//! let nchw = compile(&d2s(DataFormat::Nchw), &TensorType::new(DType::F32, [1, 8, 1, 1]))?;
+//! assert_eq!(nchw.movement(), Movement::Permutation { shape: vec![4, 2], perm: vec![1, 0] });
+//! assert_eq!(nchw.movement().to_string(), "permutation: input.reshape(4, 2).transpose(1, 0)");
+//! assert_eq!(nchw.bytes_moved(), 2 * 32);
+//! # Ok::<(), relayout::Error>(())
+//! ```
+//!
+//! [`compile_chain`] fuses ops applied one after another into one kernel: one pass over the
+//! data and no intermediate tensor. The result is a [`FusedOp`], with the same methods:
+//!
+//! ```
+//! use relayout::ir::{DType, TensorType};
+//! use relayout::{compile_chain, DataFormat, Op};
+//!
+//! // Pad each spatial dim by one on both sides, split into 2x2 blocks, then fold each
+//! // block's pixels into the channels.
+//! let s2b = Op::SpaceToBatchNd { block_shape: vec![2, 2], paddings: vec![vec![1, 1]; 2] };
+//! let s2d = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+//! let input = TensorType::new(DType::U8, [1, 6, 6, 1]);
+//! let fused = compile_chain(&[s2b, s2d], &input)?;
+//! assert_eq!(fused.output_type(), &TensorType::new(DType::U8, [4, 2, 2, 4]));
+//!
+//! let src: Vec<u8> = (1..=36).collect();
+//! let out = fused.run_to_vec(&src)?;
+//! // Batch 0 holds the even rows and columns of the padded image, so its first output pixel
+//! // folds the padded image at (0, 0), (0, 2), (2, 0) and (2, 2): three zeros of padding,
+//! // then input (1, 1), which is 8.
+//! assert_eq!(&out[..4], &[0, 0, 0, 8]);
+//! println!("{}", fused.stages().loops);
+//! # Ok::<(), relayout::FuseError>(())
+//! ```
+//!
+//! Everything is safe to call from any thread: compiled code is shared behind an `Arc`, and
+//! [`CompiledOp::run_threaded`] splits one run over a process-wide thread pool.
+//!
+//! ## Cargo features
+//!
+//! - `disas` (off by default): [`asm_text`] disassembles the generated machine code with
+//!   capstone (through Cranelift's own `disas` feature). capstone is a C library, so this
+//!   feature needs a C compiler. Without it, [`asm_text`] returns an error that says so, and
+//!   [`vcode_text`] gives Cranelift's listing of the same instructions.
+
+#![warn(missing_docs)]
 
 pub mod analysis;
 mod cache;
@@ -47,13 +148,19 @@ pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;
-pub use relayout_jit::Element;
+pub use relayout_jit::{Element, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
 };
 pub use tensor_text::{format_element, format_tensor};
 
 use relayout_ir::{Kernel, LoopKernel, TensorType};
+
+// The README's Rust example runs as a doctest, so that what a new user copies first compiles
+// and does what the README says.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
 use relayout_jit::CompiledKernel;
 use std::sync::Arc;
 
@@ -73,6 +180,7 @@ pub enum Error {
     /// `run` was given buffers of the wrong length or type.
     #[error(transparent)]
     Run(#[from] relayout_jit::RunError),
+    /// Translating the loop IR to Cranelift IR failed: a bug in relayout, never in the input.
     #[error(transparent)]
     Codegen(#[from] relayout_codegen::CodegenError),
 }
@@ -111,9 +219,48 @@ pub fn lower(op: &Op, input: &TensorType) -> Result<Stages, Error> {
     })
 }
 
-/// The Cranelift IR of every function of a loop kernel, as text.
+/// The Cranelift IR of every function of a loop kernel, as text: one function per statement,
+/// each preceded by the statement as `;` comments. The text is the same on every machine (it
+/// is generated for a fixed 64-bit System V target), so it is fit for snapshot tests.
 pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
     Ok(relayout_codegen::clif_text(loops)?)
+}
+
+/// Cranelift's listing of the machine instructions each function of a loop kernel compiles
+/// to on this machine (its VCode, after register allocation): real registers and mnemonics in
+/// Cranelift's notation, available in every build. See [`asm_text`] for the disassembly.
+pub fn vcode_text(loops: &LoopKernel) -> Result<String, Error> {
+    Ok(relayout_jit::machine_code_text(
+        loops,
+        relayout_jit::Listing::VCode,
+    )?)
+}
+
+/// The disassembly (AT&T syntax, by capstone) of the machine code each function of a loop
+/// kernel compiles to on this machine: the instructions [`CompiledOp::run`] executes, with
+/// calls shown as relocations.
+///
+/// Only builds with the `disas` feature have a disassembler ([`HAS_DISASSEMBLER`]); in the
+/// others this returns an error that says how to get one, and [`vcode_text`] lists the same
+/// instructions in Cranelift's notation.
+///
+/// ```
+/// use relayout::ir::{DType, TensorType};
+/// use relayout::{lower, DataFormat, Op};
+///
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let stages = lower(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]))?;
+/// match relayout::asm_text(&stages.loops) {
+///     Ok(asm) => assert!(relayout::HAS_DISASSEMBLER && asm.contains("ret")),
+///     Err(e) => assert!(!relayout::HAS_DISASSEMBLER && e.to_string().contains("disas")),
+/// }
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn asm_text(loops: &LoopKernel) -> Result<String, Error> {
+    Ok(relayout_jit::machine_code_text(
+        loops,
+        relayout_jit::Listing::Asm,
+    )?)
 }
 
 /// An op compiled for one input type: run it as often as you like, from any thread. Cloning is
@@ -153,14 +300,17 @@ pub fn compile(op: &Op, input: &TensorType) -> Result<CompiledOp, Error> {
 }
 
 impl CompiledOp {
+    /// The op this was compiled from.
     pub fn op(&self) -> &Op {
         &self.inner.op
     }
 
+    /// The input type this was compiled for: [`run`](Self::run) takes exactly its bytes.
     pub fn input_type(&self) -> &TensorType {
         &self.inner.input
     }
 
+    /// The op's output type for that input: [`run`](Self::run) writes exactly its bytes.
     pub fn output_type(&self) -> &TensorType {
         &self.inner.output
     }

@@ -14,8 +14,11 @@ use relayout_ops::{AttrValue, Attrs};
 /// An op description read from text: its name, attributes and input type.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct OpSpec {
+    /// The op's name, as [`Op::from_attrs`](crate::Op::from_attrs) takes it.
     pub name: String,
+    /// The attributes, as written (defaults are applied by `Op::from_attrs`).
     pub attrs: Attrs,
+    /// The input tensor type.
     pub input: TensorType,
 }
 
@@ -23,7 +26,9 @@ pub struct OpSpec {
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("column {col}: {message}")]
 pub struct SyntaxError {
+    /// The 1-based column, in characters.
     pub col: usize,
+    /// What was expected there.
     pub message: String,
 }
 

@@ -1,9 +1,9 @@
 //! The kernel cache: a second request for the same op and input type returns the same compiled
 //! kernel, different op descriptions that simplify to the same loop kernel share machine code,
-//! and a capacity bounds what the cache keeps.
+//! fused chains share code the same way, and a capacity bounds what the cache keeps.
 
 use relayout::ir::{DType, TensorType};
-use relayout::{compile, DataFormat, Op};
+use relayout::{compile, compile_chain, compile_kernel, DataFormat, DepthToSpaceMode, Op};
 
 // One test function, because the cache is process-wide and its capacity is changed here.
 #[test]
@@ -37,6 +37,33 @@ fn cache_hits_sharing_and_eviction() {
     // A different shape is a different kernel.
     let other = compile(&op, &TensorType::new(DType::F32, [1, 8, 8, 4])).unwrap();
     assert!(!other.shares_code_with(&first));
+
+    // Fused chains go through the same cache: the same chain twice shares machine code, and
+    // so does a clone; a chain that fuses to a different kernel does not.
+    let d2s = Op::DepthToSpace {
+        block_size: 2,
+        data_format: DataFormat::Nhwc,
+        mode: DepthToSpaceMode::Dcr,
+    };
+    let chain = [op.clone(), d2s.clone()];
+    let fused_ty = TensorType::new(DType::U8, [1, 4, 6, 3]);
+    let fused = compile_chain(&chain, &fused_ty).unwrap();
+    let again = compile_chain(&chain, &fused_ty).unwrap();
+    assert!(
+        fused.shares_code_with(&again),
+        "the same chain compiled twice must share code"
+    );
+    assert!(fused.clone().shares_code_with(&fused));
+    let reversed = compile_chain(
+        &[d2s, op.clone()],
+        &TensorType::new(DType::U8, [1, 4, 6, 12]),
+    )
+    .unwrap();
+    assert!(!reversed.shares_code_with(&fused));
+    let before = relayout::cache_len();
+    let by_kernel = compile_kernel(fused.stages().lowered.clone()).unwrap();
+    assert!(by_kernel.shares_code_with(&fused));
+    assert_eq!(relayout::cache_len(), before, "a hit must not add an entry");
 
     // Capacity 0 keeps nothing: compiling again gives new code, which still runs correctly.
     relayout::set_cache_capacity(0);

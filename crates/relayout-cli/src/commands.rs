@@ -30,6 +30,16 @@ pub fn lower(
     emit: Option<Emit>,
     print_after_all: bool,
 ) -> Result<ExitCode, String> {
+    if emit == Some(Emit::Asm) && !relayout::HAS_DISASSEMBLER {
+        // Refused before any work, with the command that gives a build that can do it.
+        return Err(
+            "--emit asm needs the disassembler, which this build leaves out: rebuild with \
+             `cargo run --release -p relayout-cli --features disas -- lower ... --emit asm` \
+             (needs a C compiler), or use --emit vcode for Cranelift's listing of the same \
+             instructions"
+                .into(),
+        );
+    }
     let (op, input) = read_op(op, case)?;
     if print_after_all {
         print!(
@@ -45,6 +55,14 @@ pub fn lower(
         Some(Emit::Index) => print!("{}", stages.optimized),
         Some(Emit::Loop) => print!("{}", stages.loops),
         Some(Emit::Clif) => print!("{}", clif()?),
+        Some(Emit::Vcode) => print!(
+            "{}",
+            relayout::vcode_text(&stages.loops).map_err(|e| e.to_string())?
+        ),
+        Some(Emit::Asm) => print!(
+            "{}",
+            relayout::asm_text(&stages.loops).map_err(|e| e.to_string())?
+        ),
         None => {
             println!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
             println!(

@@ -9,11 +9,72 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// What `--help` prints after the options, for the tool and for each subcommand: commands to
+// copy, then notes. A new user reads these before any other documentation, so every
+// subcommand has an `Examples:` block (tests/help.rs checks it).
+const TOP_EXAMPLES: &str = "\
+Examples:
+  relayout demo
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>'
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop
+  relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
+  relayout conformance tests/conformance
+
+Ops are written as `Name {attribute = value, ...} : tensor<DIMSxTYPE>`, with the TensorFlow or
+ONNX attribute names; `relayout help SUBCOMMAND` shows each subcommand's options.";
+
+const LOWER_EXAMPLES: &str = "\
+Examples:
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>'
+  relayout lower --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --emit loop
+  relayout lower 'Col2Im {image_shape = [5, 5], block_shape = [2, 2]} : tensor<1x4x16xf32>' --print-after-all
+  relayout lower 'DepthToSpace {block_size = 2, data_format = \"NCHW\", mode = \"CRD\"} : tensor<1x8x3x3xf32>' --emit vcode
+
+--emit asm needs a build with the disassembler (capstone, which needs a C compiler):
+  cargo run --release -p relayout-cli --features disas -- lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit asm";
+
+const DEMO_EXAMPLES: &str = "\
+Examples:
+  relayout demo
+  cargo run --release -p relayout-cli -- demo
+
+The op is the third worked example of TensorFlow's SpaceToDepth documentation.";
+
+const OPT_EXAMPLES: &str = "\
+Examples:
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered > k.ir
+  relayout opt k.ir --passes canonicalize,split-dims --print-after-all
+  relayout opt k.ir
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered | relayout opt - --passes canonicalize";
+
+const CONFORMANCE_EXAMPLES: &str = "\
+Examples:
+  relayout conformance tests/conformance
+  relayout conformance tests/conformance/SpaceToDepth tests/conformance/DepthToSpace
+
+The last line is exactly `N passed, M failed`; the exit status is 0 only when M is 0.";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  python3 -c 'import numpy as np; np.save(\"x.npy\", np.arange(16, dtype=np.float32).reshape(1, 2, 2, 4))'
+  relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
+  python3 -c 'import numpy as np; print(np.load(\"y.npy\"))'
+  relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy
+
+The input type in the op must be the file's dtype and shape.";
+
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  relayout bench bench/suite.json --threads 1
+  relayout bench bench/suite.json --filter d2s_ --reps 20
+  BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl";
+
 #[derive(Parser)]
 #[command(
     name = "relayout",
     version,
-    about = "Compile tensor relayout ops to shape-specialised machine code, and show every stage."
+    about = "Compile tensor relayout ops to shape-specialised machine code, and show every stage.",
+    after_help = TOP_EXAMPLES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,14 +92,16 @@ pub enum Emit {
     Loop,
     /// The Cranelift IR of every generated function.
     Clif,
+    /// Cranelift's listing of the machine instructions of every function (VCode), in any build.
+    Vcode,
+    /// The disassembly of the machine code of every function; needs a build with `--features disas`.
+    Asm,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Lower an op and print its IR: the lowered index-map IR, the loop IR and the CLIF.
-    #[command(
-        after_help = "Examples:\n  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>'\n  relayout lower --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --emit loop\n  relayout lower 'Col2Im {image_shape = [5, 5], block_shape = [2, 2]} : tensor<1x4x16xf32>' --print-after-all"
-    )]
+    #[command(after_help = LOWER_EXAMPLES)]
     Lower {
         /// The op, e.g. 'DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x3x3xf32>'.
         op: Option<String>,
@@ -53,37 +116,32 @@ enum Command {
         print_after_all: bool,
     },
     /// Run the main job on a built-in example: lower, print the IR, compile, run, show the data.
+    #[command(after_help = DEMO_EXAMPLES)]
     Demo,
     /// Run a pass pipeline on IR text (the printer's format), like mlir-opt.
-    #[command(
-        after_help = "Example:\n  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered > k.ir\n  relayout opt k.ir --passes canonicalize,split-dims --print-after-all"
-    )]
+    #[command(after_help = OPT_EXAMPLES)]
     Opt {
         /// A file of IR text, or - for standard input.
         file: PathBuf,
         /// Comma-separated pass names; the default pipeline when absent.
         #[arg(long)]
         passes: Option<String>,
+        /// Print the IR after every pass, with MLIR-style headers.
         #[arg(long)]
         print_after_all: bool,
     },
     /// Run every conformance case (*.json) under the given directories through the JIT.
-    #[command(
-        after_help = "Example:\n  relayout conformance tests/conformance\nThe last line is exactly `N passed, M failed`; the exit status is 0 only when M is 0."
-    )]
+    #[command(after_help = CONFORMANCE_EXAMPLES)]
     Conformance {
+        /// Directories to search for case files, recursively.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
     /// Run an op on a NumPy .npy file and write the result as .npy.
-    #[command(
-        after_help = "Examples:\n  relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy\n  relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy"
-    )]
+    #[command(after_help = RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Benchmark the cases of a suite file: compile time, kernel time and memcpy time of the same bytes.
-    #[command(
-        after_help = "Example:\n  relayout bench bench/suite.json --threads 1\n  BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl"
-    )]
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
 }
 

@@ -35,6 +35,7 @@ pub enum Helper {
 }
 
 impl Helper {
+    /// Every helper.
     pub const ALL: [Helper; 5] = [
         Helper::F16Add,
         Helper::Bf16Add,
@@ -103,6 +104,7 @@ pub struct ModuleImports<'m, M: Module + ?Sized> {
 }
 
 impl<'m, M: Module + ?Sized> ModuleImports<'m, M> {
+    /// Imports into `module`, declaring each helper once however often it is used.
     pub fn new(module: &'m mut M) -> Self {
         ModuleImports {
             module,

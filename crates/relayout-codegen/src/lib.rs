@@ -30,6 +30,7 @@
 //! that do not overlap. Checking that is the JIT's job.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod accumulate;
 mod body;

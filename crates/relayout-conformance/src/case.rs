@@ -15,11 +15,14 @@ pub struct Case {
     /// The op string (`SpaceToDepth`, ...), as given: an unknown op is for
     /// [`relayout_ops::Op::from_attrs`] to reject.
     pub op_name: String,
+    /// The attributes, as given (defaults are applied by `Op::from_attrs`).
     pub attrs: Attrs,
+    /// The input's type.
     pub input: TensorType,
     /// The input's little-endian bytes, or `None` when the file has no `data` (enough to lower
     /// the op, not to run it).
     pub input_bytes: Option<Vec<u8>>,
+    /// What the op must produce, or the error it must be refused with.
     pub expected: Expected,
     /// Where the expected result came from (information only).
     pub source: Option<String>,
@@ -30,8 +33,11 @@ pub struct Case {
 pub enum Expected {
     /// A valid case: the exact output (or within `(rtol, atol)` for float Col2Im cases).
     Output {
+        /// The output's type.
         ty: TensorType,
+        /// The output's little-endian bytes.
         bytes: Vec<u8>,
+        /// `(rtol, atol)` when floats may differ by rounding; `None` for a bit-exact match.
         tolerance: Option<(f64, f64)>,
     },
     /// An invalid case: the op must be refused with this category (`not_divisible`, ...).

@@ -11,11 +11,19 @@ use std::fmt;
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Mismatch {
     /// The buffers do not have the same length (or not the length of the type).
-    Length { expected: usize, got: usize },
+    Length {
+        /// The expected length in bytes.
+        expected: usize,
+        /// The produced length in bytes.
+        got: usize,
+    },
     /// The element at flat index `index` differs; both values printed in the dtype.
     Element {
+        /// The element's flat (row-major) index.
         index: usize,
+        /// The expected value, as text.
         expected: String,
+        /// The produced value, as text.
         got: String,
     },
 }

@@ -36,12 +36,16 @@ impl fmt::Display for LoadErrorKind {
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{file}: {kind}: {message}")]
 pub struct LoadError {
+    /// The file, as given.
     pub file: String,
+    /// What kind of problem.
     pub kind: LoadErrorKind,
+    /// The details.
     pub message: String,
 }
 
 impl LoadError {
+    /// An error of `kind` in `file`.
     pub fn new(file: &str, kind: LoadErrorKind, message: impl Into<String>) -> LoadError {
         LoadError {
             file: file.to_string(),

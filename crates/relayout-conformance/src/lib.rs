@@ -10,6 +10,8 @@
 //! This crate only reads and compares; running a case (lowering, interpreting, compiling) is
 //! the caller's business, so the same cases can check every stage.
 
+#![warn(missing_docs)]
+
 mod case;
 mod compare;
 mod data;

@@ -13,34 +13,44 @@ use std::ops::{Add, Mul, Sub};
 pub enum AffineExpr {
     /// The dim `d{n}` of the statement's domain.
     Dim(usize),
+    /// An integer constant.
     Const(i64),
+    /// The sum of two expressions.
     Add(Box<AffineExpr>, Box<AffineExpr>),
     /// Multiplication by a constant (affine: never a product of two dims).
     Mul(Box<AffineExpr>, i64),
+    /// `e floordiv k`: division by a positive constant, rounding towards negative infinity.
     FloorDiv(Box<AffineExpr>, i64),
+    /// `e mod k`: the remainder of `floordiv` by a positive constant, in `[0, k)`.
     Mod(Box<AffineExpr>, i64),
 }
 
 /// A closed interval `[lo, hi]` of values an expression can take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
+    /// The smallest value.
     pub lo: i64,
+    /// The largest value (included).
     pub hi: i64,
 }
 
 impl AffineExpr {
+    /// The dim `d{i}`.
     pub fn dim(i: usize) -> AffineExpr {
         AffineExpr::Dim(i)
     }
 
+    /// The constant `c`.
     pub fn constant(c: i64) -> AffineExpr {
         AffineExpr::Const(c)
     }
 
+    /// `self floordiv k`, unsimplified.
     pub fn floor_div(self, k: i64) -> AffineExpr {
         AffineExpr::FloorDiv(Box::new(self), k)
     }
 
+    /// `self mod k`, unsimplified.
     pub fn modulo(self, k: i64) -> AffineExpr {
         AffineExpr::Mod(Box::new(self), k)
     }

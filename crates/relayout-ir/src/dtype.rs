@@ -6,24 +6,40 @@ use std::fmt;
 /// The 15 element types of the conformance format.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// float32.
     F32,
+    /// float64.
     F64,
+    /// float16 (IEEE half precision).
     F16,
+    /// bfloat16.
     BF16,
+    /// int8.
     I8,
+    /// int16.
     I16,
+    /// int32.
     I32,
+    /// int64.
     I64,
+    /// uint8.
     U8,
+    /// uint16.
     U16,
+    /// uint32.
     U32,
+    /// uint64.
     U64,
+    /// bool, one byte holding 0 or 1.
     Bool,
+    /// complex64: two float32, real part first.
     C64,
+    /// complex128: two float64, real part first.
     C128,
 }
 
 impl DType {
+    /// Every element type, in the order of the conformance format's list.
     pub const ALL: [DType; 15] = [
         DType::F32,
         DType::F64,
@@ -103,10 +119,12 @@ impl DType {
             .find(|d| d.name() == name || d.mlir_name() == name)
     }
 
+    /// f32, f64, f16 or bf16.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
 
+    /// complex64 or complex128.
     pub fn is_complex(self) -> bool {
         matches!(self, DType::C64 | DType::C128)
     }

@@ -13,11 +13,14 @@ use crate::{AffineExpr, TensorType};
 /// The half-open range `[lo, hi)` of one dim of a domain.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DimRange {
+    /// The first value.
     pub lo: i64,
+    /// One past the last value.
     pub hi: i64,
 }
 
 impl DimRange {
+    /// `[lo, hi)`.
     pub fn new(lo: i64, hi: i64) -> DimRange {
         DimRange { lo, hi }
     }
@@ -39,6 +42,7 @@ impl DimRange {
         }
     }
 
+    /// Whether the range has no value.
     pub fn is_empty(&self) -> bool {
         self.hi <= self.lo
     }
@@ -47,8 +51,11 @@ impl DimRange {
 /// One conjunct of a guard: `lo <= expr < hi`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Constraint {
+    /// The constrained expression over the statement's dims.
     pub expr: AffineExpr,
+    /// The smallest allowed value.
     pub lo: i64,
+    /// One past the largest allowed value.
     pub hi: i64,
 }
 
@@ -56,11 +63,17 @@ pub struct Constraint {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Action {
     /// `%dst[dst] = %src[src]`.
-    Copy { src: Vec<AffineExpr> },
+    Copy {
+        /// The source index, one expression per source dim.
+        src: Vec<AffineExpr>,
+    },
     /// `%dst[dst] = 0`: all-zero bytes of the element type.
     Fill,
     /// `%dst[dst] += %src[src]`, with the element type's addition.
-    Accumulate { src: Vec<AffineExpr> },
+    Accumulate {
+        /// The source index, one expression per source dim.
+        src: Vec<AffineExpr>,
+    },
 }
 
 impl Action {
@@ -72,6 +85,8 @@ impl Action {
         }
     }
 
+    /// The keyword that starts the statement in the printed IR: `copy`, `fill` or
+    /// `accumulate`.
     pub fn keyword(&self) -> &'static str {
         match self {
             Action::Copy { .. } => "copy",
@@ -85,9 +100,14 @@ impl Action {
 /// apply `action` at destination index `dst`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Stmt {
+    /// The range of each dim `d0, d1, ...`: the statement's points are their product.
     pub domain: Vec<DimRange>,
+    /// Constraints that all must hold at a point for the action to apply there (empty: every
+    /// point).
     pub guard: Vec<Constraint>,
+    /// The destination index, one expression per destination dim.
     pub dst: Vec<AffineExpr>,
+    /// What happens at each point.
     pub action: Action,
 }
 
@@ -105,7 +125,10 @@ impl Stmt {
 pub struct Kernel {
     /// A name for printing, e.g. `space_to_depth`. Letters, digits and `_`.
     pub name: String,
+    /// The type of the tensor the kernel reads (`%src`).
     pub src: TensorType,
+    /// The type of the tensor the kernel writes (`%dst`).
     pub dst: TensorType,
+    /// The statements, run in order; a later one overwrites what an earlier one wrote.
     pub stmts: Vec<Stmt>,
 }

@@ -9,6 +9,7 @@ use crate::{Action, Kernel, LoopAction, LoopKernel, Stmt};
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct InterpError {
+    /// What went wrong, with the statement and point.
     pub message: String,
 }
 

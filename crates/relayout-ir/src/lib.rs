@@ -20,6 +20,8 @@
 //!
 //! This crate knows nothing of ops, passes or Cranelift.
 
+#![warn(missing_docs)]
+
 mod affine;
 mod dtype;
 mod index_map;

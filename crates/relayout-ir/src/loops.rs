@@ -12,8 +12,11 @@ use crate::{DType, TensorType};
 /// One loop: `extent` iterations, moving each operand by a byte stride per iteration.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Loop {
+    /// Number of iterations (`i in 0 to extent`).
     pub extent: u64,
+    /// Bytes the source offset advances per iteration (may be negative or 0).
     pub src_stride: i64,
+    /// Bytes the destination offset advances per iteration (may be negative or 0).
     pub dst_stride: i64,
 }
 
@@ -29,6 +32,8 @@ pub enum LoopAction {
 }
 
 impl LoopAction {
+    /// The keyword that starts the statement in the printed IR: `copy`, `fill` or
+    /// `accumulate`.
     pub fn keyword(self) -> &'static str {
         match self {
             LoopAction::Copy => "copy",
@@ -41,11 +46,14 @@ impl LoopAction {
 /// A perfect loop nest with one action in its body.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LoopStmt {
+    /// What happens at each point.
     pub action: LoopAction,
     /// Length of the contiguous run moved at each point, in bytes: a positive multiple of the
     /// element size.
     pub bytes: u64,
+    /// Byte offset of the first run in the source, before any loop advances it.
     pub src_offset: i64,
+    /// Byte offset of the first run in the destination.
     pub dst_offset: i64,
     /// Outermost first.
     pub loops: Vec<Loop>,
@@ -63,9 +71,13 @@ impl LoopStmt {
 /// A loop kernel: `dst` is fully defined by running `stmts` in order.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LoopKernel {
+    /// A name for printing, e.g. `space_to_depth`. Letters, digits and `_`.
     pub name: String,
+    /// The type of the tensor the kernel reads (`%src`).
     pub src: TensorType,
+    /// The type of the tensor the kernel writes (`%dst`).
     pub dst: TensorType,
+    /// The statements, run in order; a later one overwrites what an earlier one wrote.
     pub stmts: Vec<LoopStmt>,
 }
 

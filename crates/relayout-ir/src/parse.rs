@@ -43,7 +43,9 @@ pub const MAX_EXPR_DEPTH: usize = 256;
 /// Either level of IR, as read from text.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum AnyKernel {
+    /// An index-map kernel (`kernel @name ...`).
     Index(Kernel),
+    /// A loop kernel (`loops @name ...`).
     Loops(LoopKernel),
 }
 
@@ -51,8 +53,11 @@ pub enum AnyKernel {
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{line}:{col}: {message}")]
 pub struct ParseError {
+    /// The 1-based line.
     pub line: usize,
+    /// The 1-based column, in characters.
     pub col: usize,
+    /// What was expected.
     pub message: String,
     /// The text of the offending token (shortened when long), or `end of input`.
     pub found: String,

@@ -6,7 +6,9 @@ use std::fmt;
 /// A dense row-major tensor type, printed as MLIR prints it: `tensor<1x4x4x1xf32>`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TensorType {
+    /// The element type.
     pub dtype: DType,
+    /// The extent of each dim, outermost first.
     pub shape: Vec<u64>,
 }
 
@@ -14,7 +16,9 @@ pub struct TensorType {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tensor {ty} is too large: its {what} overflows 2^63 - 1")]
 pub struct SizeOverflow {
+    /// The tensor type, as printed in the IR.
     pub ty: String,
+    /// What overflows: `element count` or `byte size`.
     pub what: &'static str,
 }
 
@@ -23,6 +27,7 @@ pub struct SizeOverflow {
 const MAX_SIZE: u64 = i64::MAX as u64;
 
 impl TensorType {
+    /// A tensor of `dtype` elements with this shape; no size is checked until asked for.
     pub fn new(dtype: DType, shape: impl Into<Vec<u64>>) -> TensorType {
         TensorType {
             dtype,
@@ -30,6 +35,7 @@ impl TensorType {
         }
     }
 
+    /// The number of dims.
     pub fn rank(&self) -> usize {
         self.shape.len()
     }

@@ -64,6 +64,7 @@ pub struct Diagnostic {
     pub stmt: Option<usize>,
     /// The name of the check, as listed in this module's documentation (`in-bounds`).
     pub check: &'static str,
+    /// What the check found, with the values involved.
     pub message: String,
 }
 
@@ -82,7 +83,9 @@ impl fmt::Display for Diagnostic {
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct VerifyError {
+    /// The printed kernel with every error under its statement.
     pub message: String,
+    /// The errors as data.
     pub diagnostics: Vec<Diagnostic>,
 }
 

@@ -12,10 +12,23 @@ use std::sync::OnceLock;
 /// The ISA of this machine with relayout's flags, shared by every kernel.
 pub(crate) fn host() -> Result<OwnedTargetIsa, JitError> {
     static HOST: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
-    HOST.get_or_init(build).clone().map_err(JitError::Host)
+    HOST.get_or_init(|| build(false))
+        .clone()
+        .map_err(JitError::Host)
 }
 
-fn build() -> Result<OwnedTargetIsa, String> {
+/// The host ISA with the same flags plus `machine_code_cfg_info`, which records where each
+/// block starts so that a disassembly can label the blocks. The flag adds metadata only: the
+/// instructions are the ones `host` generates.
+pub(crate) fn host_for_listing() -> Result<OwnedTargetIsa, JitError> {
+    static LISTING: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    LISTING
+        .get_or_init(|| build(true))
+        .clone()
+        .map_err(JitError::Host)
+}
+
+fn build(block_offsets: bool) -> Result<OwnedTargetIsa, String> {
     let mut flags = settings::builder();
     let verifier = if cfg!(debug_assertions) {
         "true"
@@ -29,6 +42,10 @@ fn build() -> Result<OwnedTargetIsa, String> {
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
         ("enable_verifier", verifier),
+        (
+            "machine_code_cfg_info",
+            if block_offsets { "true" } else { "false" },
+        ),
     ] {
         flags
             .set(name, value)

@@ -38,14 +38,22 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`machine_code_text`] lists the machine code a kernel compiles to: Cranelift's VCode
+//! listing in every build, and the real disassembly ([`Listing::Asm`]) when the crate is
+//! built with its `disas` feature, which adds capstone (a C library built with the system's
+//! C compiler) and is off by default.
+//!
 //! This is the only crate of relayout with `unsafe` code, and all of it is in `module.rs`,
 //! whose documentation argues why it is sound.
+
+#![warn(missing_docs)]
 
 mod element;
 mod error;
 mod helpers;
 mod isa;
 mod kernel;
+mod listing;
 mod module;
 mod threads;
 
@@ -55,3 +63,4 @@ mod random_tests;
 pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::CompiledKernel;
+pub use listing::{machine_code_text, Listing, HAS_DISASSEMBLER};

@@ -225,7 +225,7 @@ impl Drop for JitCode {
 }
 
 /// Proves the kernel in bounds.
-fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
+pub(crate) fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
     relayout_ir::verify_loop_kernel(kernel).map_err(|source| JitError::Verify {
         kernel: kernel.name.clone(),
         source,

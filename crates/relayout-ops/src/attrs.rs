@@ -6,8 +6,11 @@ use std::fmt;
 /// An attribute value: an integer, a string, or a list of values (`[[1, 2], [0, 0]]`).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum AttrValue {
+    /// An integer (`2`).
     Int(i64),
+    /// A string (`"NCHW"`).
     Str(String),
+    /// A list of values (`[1, 2]`, `[[0, 1], [1, 0]]`).
     List(Vec<AttrValue>),
 }
 

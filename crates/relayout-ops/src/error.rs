@@ -8,16 +8,31 @@ use std::fmt;
 /// rules of ours that the format has no category for.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum ErrorCategory {
+    /// `block_size_too_small`: a block size below 2 (SpaceToDepth, DepthToSpace, the TF v1
+    /// batch ops) or a block dim below 1 (the ND batch ops).
     BlockSizeTooSmall,
+    /// `not_divisible`: a dim that must be a multiple of the block (or of the block's area)
+    /// is not.
     NotDivisible,
+    /// `crops_too_large`: crops of a spatial dim whose sum exceeds the dim's uncropped size.
     CropsTooLarge,
+    /// `bad_rank`: an input of the wrong rank for the op or its data format.
     BadRank,
+    /// `bad_paddings`: paddings that are negative, or not one `[begin, end]` pair per spatial
+    /// dim.
     BadPaddings,
+    /// `bad_crops`: crops that are negative, or not one `[begin, end]` pair per spatial dim.
     BadCrops,
+    /// `bad_vect_c`: an NCHW_VECT_C input whose last dim is not 4.
     BadVectC,
+    /// `bad_mode`: an unknown DepthToSpace mode, or CRD with a format other than NCHW.
     BadMode,
+    /// `bad_data_format`: an unknown data format.
     BadDataFormat,
+    /// `bad_col2im_L`: a Col2Im input whose last dim is not the number of block positions
+    /// that the image, pads, dilations and strides give.
     BadCol2ImL,
+    /// `bad_col2im_attrs`: Col2Im attributes of the wrong length or out of range.
     BadCol2ImAttrs,
     /// An unknown op name, an unknown or missing attribute, or an attribute of the wrong kind.
     BadAttribute,
@@ -85,11 +100,14 @@ impl fmt::Display for ErrorCategory {
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("{message} [{category}]")]
 pub struct OpError {
+    /// The rule broken.
     pub category: ErrorCategory,
+    /// What is wrong, with the values involved.
     pub message: String,
 }
 
 impl OpError {
+    /// An error in `category` with this message.
     pub fn new(category: ErrorCategory, message: impl Into<String>) -> OpError {
         OpError {
             category,

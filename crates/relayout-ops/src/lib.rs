@@ -15,6 +15,8 @@
 //! `validate.rs` (checked sizes and shared checks), `lowering.rs` (map building blocks), and
 //! one file per op family: `depth.rs`, `batch.rs`, `col2im.rs`.
 
+#![warn(missing_docs)]
+
 mod attrs;
 mod batch;
 mod col2im;

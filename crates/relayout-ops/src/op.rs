@@ -68,41 +68,94 @@ impl DepthToSpaceMode {
 
 /// One relayout op with its attributes. Attribute values are stored as given (even invalid
 /// ones); [`Op::output_type`] and [`Op::lower`] validate them against an input type.
+///
+/// Each variant is the typed constructor of one op, and its fields carry the TensorFlow or
+/// ONNX attribute names; [`Op::from_attrs`] builds the same values from a name and an
+/// attribute map, applying the documented defaults.
+///
+/// ```
+/// use relayout_ir::{DType, TensorType};
+/// use relayout_ops::{DataFormat, DepthToSpaceMode, Op};
+///
+/// // torch.nn.PixelShuffle(2), which ONNX exports as DepthToSpace in CRD mode.
+/// let op = Op::DepthToSpace {
+///     block_size: 2,
+///     data_format: DataFormat::Nchw,
+///     mode: DepthToSpaceMode::Crd,
+/// };
+/// let out = op.output_type(&TensorType::new(DType::F32, [1, 12, 4, 4])).unwrap();
+/// assert_eq!(out, TensorType::new(DType::F32, [1, 3, 8, 8]));
+///
+/// // Invalid attributes are refused with the rule and the values.
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let err = op.output_type(&TensorType::new(DType::F32, [1, 5, 4, 1])).unwrap_err();
+/// assert_eq!(err.category(), "not_divisible");
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Op {
+    /// TensorFlow `tf.nn.space_to_depth`: moves each `block_size x block_size` block of
+    /// pixels into the channels.
     SpaceToDepth {
+        /// The side of the square block; at least 2.
         block_size: i64,
+        /// The input's layout; TensorFlow's default is NHWC.
         data_format: DataFormat,
     },
+    /// TensorFlow `tf.nn.depth_to_space` and ONNX `DepthToSpace`: the inverse of
+    /// SpaceToDepth, moving channels into `block_size x block_size` blocks of pixels.
     DepthToSpace {
+        /// The side of the square block; at least 2.
         block_size: i64,
+        /// The input's layout; TensorFlow's default is NHWC, ONNX's is NCHW.
         data_format: DataFormat,
+        /// The order of the channels within a block (ONNX `mode`; TensorFlow is always DCR).
         mode: DepthToSpaceMode,
     },
-    /// `paddings[i] = [begin, end]` for spatial dim `i`.
+    /// TensorFlow `tf.space_to_batch_nd`: zero-pads the `M = block_shape.len()` spatial dims
+    /// (dims `1..=M`) and moves each block's offsets into the batch dim.
     SpaceToBatchNd {
+        /// The block of each spatial dim; each at least 1.
         block_shape: Vec<i64>,
+        /// `paddings[i] = [begin, end]`: zeros added before and after spatial dim `i`.
         paddings: Vec<Vec<i64>>,
     },
+    /// TensorFlow `tf.batch_to_space` (v2, `BatchToSpaceND`): the inverse of
+    /// SpaceToBatchND, moving batch entries into the spatial dims and cropping.
     BatchToSpaceNd {
+        /// The block of each spatial dim; each at least 1.
         block_shape: Vec<i64>,
+        /// `crops[i] = [begin, end]`: elements removed from the start and end of spatial dim
+        /// `i`.
         crops: Vec<Vec<i64>>,
     },
-    /// TensorFlow v1: 4-D NHWC, scalar block size >= 2.
+    /// TensorFlow v1 `SpaceToBatch`: SpaceToBatchND on a 4-D NHWC input with the same block
+    /// for height and width.
     SpaceToBatch {
+        /// The side of the square block; at least 2.
         block_size: i64,
+        /// `[[top, bottom], [left, right]]`.
         paddings: Vec<Vec<i64>>,
     },
+    /// TensorFlow v1 `BatchToSpace`: BatchToSpaceND on a 4-D NHWC input with the same block
+    /// for height and width.
     BatchToSpace {
+        /// The side of the square block; at least 2.
         block_size: i64,
+        /// `[[top, bottom], [left, right]]`.
         crops: Vec<Vec<i64>>,
     },
-    /// ONNX opset 18. `pads` is all begins, then all ends.
+    /// ONNX `Col2Im` (opset 18): rearranges the columns `[N, C * prod(block_shape), L]` of an
+    /// im2col into an image `[N, C, *image_shape]`, summing where blocks overlap.
     Col2Im {
+        /// The spatial size of the output image; at least 2 dims.
         image_shape: Vec<i64>,
+        /// The spatial size of one block (the convolution's kernel).
         block_shape: Vec<i64>,
+        /// The spacing between the elements of a block, per spatial dim (default all 1).
         dilations: Vec<i64>,
+        /// The image's padding: all begins, then all ends (default all 0).
         pads: Vec<i64>,
+        /// The step between blocks, per spatial dim (default all 1).
         strides: Vec<i64>,
     },
 }

@@ -4,42 +4,67 @@
 use crate::Level;
 use relayout_ir::VerifyError;
 
+/// Why a pipeline could not be parsed or run.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum PassError {
     /// A pipeline string names a pass that is not in [`crate::PASSES`].
     #[error("unknown pass `{name}` in pipeline `{pipeline}`; known passes: {known}")]
     UnknownPass {
+        /// The unknown name.
         name: String,
+        /// The whole pipeline string.
         pipeline: String,
+        /// The known pass names, comma-separated.
         known: String,
     },
     /// A pipeline string has an empty element (`canonicalize,,split-dims`).
     #[error("empty pass name at position {position} of pipeline `{pipeline}`")]
-    EmptyPassName { pipeline: String, position: usize },
+    EmptyPassName {
+        /// The whole pipeline string.
+        pipeline: String,
+        /// The element's position, from 0.
+        position: usize,
+    },
     /// A pass was given IR of the other level.
     #[error("pass `{pass}` runs on {expected} IR but was given {given} IR")]
     WrongLevel {
+        /// The pass.
         pass: &'static str,
+        /// The level it runs on.
         expected: Level,
+        /// The level it was given.
         given: Level,
     },
     /// A pipeline ended at a level other than the one its caller needs.
     #[error("pipeline `{pipeline}` produces {got} IR, but {want} IR was needed")]
     WrongOutputLevel {
+        /// The pipeline, as a string.
         pipeline: String,
+        /// The level the caller needs.
         want: Level,
+        /// The level the pipeline produced.
         got: Level,
     },
     /// A pass could not transform its input, for the reason given.
     #[error("pass `{pass}` failed: {message}")]
-    Failed { pass: &'static str, message: String },
+    Failed {
+        /// The pass.
+        pass: &'static str,
+        /// Why it failed, with the values involved.
+        message: String,
+    },
     /// The input of the pipeline failed verification.
     #[error("the input IR fails verification:\n{error}")]
-    InvalidInput { error: VerifyError },
+    InvalidInput {
+        /// What the verifier found.
+        error: VerifyError,
+    },
     /// The output of a pass failed verification: a bug in that pass.
     #[error("the IR after pass `{pass}` fails verification:\n{error}")]
     Verification {
+        /// The pass whose output is wrong.
         pass: &'static str,
+        /// What the verifier found.
         error: VerifyError,
     },
 }

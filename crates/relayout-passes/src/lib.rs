@@ -43,6 +43,8 @@
 //! assert_eq!(Pipeline::parse(&default_pipeline().to_string()).unwrap(), default_pipeline());
 //! ```
 
+#![warn(missing_docs)]
+
 mod boxes;
 mod error;
 mod manager;

@@ -27,6 +27,7 @@ pub struct IrDump {
     pub pass: &'static str,
     /// The name in CamelCase (`SplitDims`).
     pub camel: String,
+    /// The IR the pass produced.
     pub ir: AnyKernel,
 }
 
@@ -54,7 +55,10 @@ impl fmt::Display for IrDump {
 /// final IR or the error that stopped the pipeline.
 #[derive(Clone, Debug)]
 pub struct PipelineRun {
+    /// The IR after each pass that ran, in order (including a failing pass whose output did
+    /// not verify).
     pub dumps: Vec<IrDump>,
+    /// The final IR, or the error that stopped the pipeline.
     pub result: Result<AnyKernel, PassError>,
 }
 
@@ -84,6 +88,7 @@ impl PassManager {
         self
     }
 
+    /// The pipeline this manager runs.
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }

@@ -7,11 +7,14 @@ use std::fmt;
 /// The level of an IR: index-map ([`Kernel`]) or loop ([`LoopKernel`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Level {
+    /// The index-map IR ([`Kernel`]).
     Index,
+    /// The loop IR ([`LoopKernel`]).
     Loops,
 }
 
 impl Level {
+    /// The level of `ir`.
     pub fn of(ir: &AnyKernel) -> Level {
         match ir {
             AnyKernel::Index(_) => Level::Index,

@@ -3,13 +3,15 @@
 //! Direct implementations of every op, written from the TensorFlow and ONNX documentation and
 //! independent of the IR: plain loops over multi-indices on byte buffers, no affine maps, no
 //! interpreter. They are an oracle beside the interpreter: `interpret(op.lower(..))` and
-//! [`reference`] are two readings of the same documentation, and the tests demand that they
-//! agree with each other and with the conformance cases.
+//! [`reference`](fn@reference) are two readings of the same documentation, and the tests
+//! demand that they agree with each other and with the conformance cases.
 //!
 //! To stay independent of the lowering, which gathers (one loop over the output, reading the
 //! input through the op's index formula), the reference mostly scatters: it walks the input
 //! and computes where each element goes, as the documentation tells the story. Only
 //! validation is shared, through [`Op::output_type`], so both see the same valid inputs.
+
+#![warn(missing_docs)]
 
 mod batch;
 mod col2im;
