@@ -33,6 +33,12 @@ pub enum PassError {
     /// A pass could not transform its input, for the reason given.
     #[error("pass `{pass}` failed: {message}")]
     Failed { pass: &'static str, message: String },
+    /// A pass was given an access that leaves its tensor, found while lowering it: an offset
+    /// or a stride that does not fit in `i64`, or an access to a tensor with no element. The
+    /// verifier rejects such a kernel (`in-bounds`), so only an unverified input gets here;
+    /// for a kernel whose accesses are in bounds these values always fit.
+    #[error("pass `{pass}` failed: {message}")]
+    OutOfBounds { pass: &'static str, message: String },
     /// The input of the pipeline failed verification.
     #[error("the input IR fails verification:\n{error}")]
     InvalidInput { error: VerifyError },
