@@ -787,9 +787,6 @@ pub fn op_validation(name: &str, attrs: &Attrs, input: &TensorType) {
         }
         (Ok(output), Ok(stages)) => (output, stages),
         (Ok(output), Err(e)) => {
-            if known_linearize_overflow(&e) {
-                return;
-            }
             panic!("{op:?} on {input} is valid (output {output}) but does not lower: {e}")
         }
         (Err(e), Ok(_)) => panic!("{op:?} on {input} is invalid ({e}) but lowers"),
@@ -810,27 +807,6 @@ pub fn op_validation(name: &str, attrs: &Attrs, input: &TensorType) {
         got == reference,
         "lowered IR vs reference for {op:?} on {input}"
     );
-}
-
-/// Two known bugs, tolerated here so that fuzzing can go past them; both are `linearize`
-/// failing with an `i64` overflow on an op that validation accepts, so `compile` returns a
-/// pass error ("a bug in relayout, never in the input") instead of a kernel:
-///
-/// - it computes the row-major strides of both tensors up front, and for an empty tensor whose
-///   other dims multiply past `i64::MAX` (`tensor<0x2^62x2^62x1xui8>`) a stride does not fit,
-///   although an empty kernel needs no stride;
-/// - it computes an access's offset at the first point as `constant * stride + sum(coef *
-///   stride * lo)`, and the first product can overflow for a huge valid op (BatchToSpace with
-///   block 3 on `tensor<9x2^31x2x1xf32>`) although the final offset is in range.
-///
-/// `empty_tensors_with_huge_dims_compile` and `huge_valid_ops_compile` in
-/// tests/fuzz_bodies.rs are the ignored tests of them; remove this function when they pass.
-pub fn known_linearize_overflow(e: &relayout::Error) -> bool {
-    matches!(
-        e,
-        relayout::Error::Pass(relayout_passes::PassError::Failed { pass: "linearize", message })
-            if message.contains("overflows")
-    )
 }
 
 /// A fully arbitrary attribute value, at most three lists deep.
