@@ -604,21 +604,40 @@ fn empty_tensors_with_huge_dims_compile() {
     }
 }
 
-/// Valid ops whose tensors are huge (here 2^34 and 1.5 * 2^35 bytes) compile: code generation
-/// needs no memory of that size. After cropping, BatchToSpace's source index is
-/// `d0 * 3 + d2 - 19327352823` over a range of `d0` that starts far from 0: the constant alone
-/// times the index's byte stride does not fit in `i64`, while every offset of the kernel does.
+/// Valid ops whose tensors are huge (2^34 bytes and more) compile: code generation needs no
+/// memory of that size.
 #[test]
 fn huge_valid_ops_compile() {
-    let op = Op::BatchToSpace {
-        block_size: 3,
-        crops: vec![vec![0, 1], vec![0, 0]],
-    };
-    let input = t(DType::F32, &[9, 1 << 31, 2, 1]);
-    let output = op.output_type(&input).expect("a valid op");
-    assert_eq!(output, t(DType::F32, &[1, 3 * (1 << 31) - 1, 6, 1]));
-    if let Err(e) = compile(&op, &input) {
-        panic!("{op:?} on {input}: {e}");
+    let cases = [
+        // After cropping, the source index is `d0 * 3 + d2 - 19327352823` over a range of `d0`
+        // that starts far from 0: the constant alone times the index's byte stride does not
+        // fit in `i64`, while every offset of the kernel does.
+        (
+            Op::BatchToSpace {
+                block_size: 3,
+                crops: vec![vec![0, 1], vec![0, 0]],
+            },
+            t(DType::F32, &[9, 1 << 31, 2, 1]),
+            t(DType::F32, &[1, 3 * (1 << 31) - 1, 6, 1]),
+        ),
+        // Block sizes too large to peel the padding guard `0 <= d0 + d1 * B < size` along
+        // either the block offset or the block row: split-guards cuts the rows instead.
+        (
+            s2b(&[3 << 20], &[[0, 1 << 45]]),
+            t(DType::I64, &[1, 1 << 40, 3, 3]),
+            t(DType::I64, &[3 << 20, 11 << 20, 3, 3]),
+        ),
+        (
+            s2b(&[1 << 20, 3], &[[5, (3 << 40) - 5], [0, 2]]),
+            t(DType::I64, &[2, 1 << 33, 4]),
+            t(DType::I64, &[6 << 20, 385 << 13, 2]),
+        ),
+    ];
+    for (op, input, output) in cases {
+        assert_eq!(op.output_type(&input), Ok(output));
+        if let Err(e) = compile(&op, &input) {
+            panic!("{op:?} on {input}: {e}");
+        }
     }
 }
 
