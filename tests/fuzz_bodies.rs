@@ -641,6 +641,33 @@ fn huge_valid_ops_compile() {
     }
 }
 
+/// Small valid ops made huge: whenever validation accepts one, it lowers through every pass
+/// (which verifies it in bounds). Each decoded description goes through the op validation
+/// body, which also checks that validation and lowering agree on the invalid ones.
+#[test]
+fn huge_valid_ops_lower() {
+    let (mut valid, mut nonempty) = (0, 0);
+    for seed in 0..3000u64 {
+        let data = bodies::random_bytes(96, seed);
+        let (name, attrs, input) = bodies::huge_op_description(&mut bodies::Input::new(&data));
+        bodies::op_validation(&name, &attrs, &input);
+        let Ok(op) = Op::from_attrs(&name, &attrs) else {
+            continue;
+        };
+        if let Ok(output) = op.output_type(&input) {
+            valid += 1;
+            if output.num_elements() != Ok(0) && input.num_elements() != Ok(0) {
+                nonempty += 1;
+            }
+        }
+    }
+    // Enough of them are valid, and most of those move data, for the loop to test something.
+    assert!(
+        valid > 300 && nonempty > 200,
+        "{valid} valid, {nonempty} non-empty"
+    );
+}
+
 #[test]
 fn wrong_buffers_are_errors_not_undefined_behaviour() {
     // An empty kernel still checks lengths: nothing is written, but a wrong buffer is a bug

@@ -923,10 +923,88 @@ fn near_shape(inp: &mut Input, rank: usize) -> Vec<u64> {
         .collect()
 }
 
-/// Decodes an op description from fuzzer bytes in one of three ways: fully arbitrary; right
-/// names and kinds with arbitrary values; or a small valid op with one thing changed.
+/// Large factors and values for [`huge_op_description`]: powers of two around the sizes where
+/// products leave 32 and 64 bits, and a few that are not.
+const LARGE: [u64; 12] = [
+    1 << 20,
+    1 << 28,
+    (1 << 31) - 1,
+    1 << 31,
+    3 << 29,
+    1 << 32,
+    (1 << 32) + 1,
+    1_000_000_007,
+    1 << 40,
+    1 << 45,
+    3 << 40,
+    1 << 60,
+];
+
+/// A small valid op with one to three of its input dims or integer attributes multiplied by,
+/// set to, or increased by a large value. Often invalid; when valid, its tensors are huge (or
+/// empty with huge other dims), which is where the size and offset arithmetic of validation,
+/// lowering and the passes is at its limits, and which mutating a small op reaches only by luck.
+pub fn huge_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
+    let (op, mut input) = small_valid_op(inp);
+    let (name, mut attrs) = op_to_attrs(&op);
+    for _ in 0..inp.urange(1, 3) {
+        let m = inp.pick(&LARGE);
+        let how = inp.below(3);
+        let grow = |v: u64| match how {
+            0 => v.saturating_mul(m),
+            1 => m,
+            _ => v.saturating_add(m),
+        };
+        if inp.flag() && !input.shape.is_empty() {
+            let i = inp.below(input.shape.len() as u64) as usize;
+            input.shape[i] = grow(input.shape[i]);
+        } else {
+            let ints: u64 = attrs.values().map(count_ints).sum();
+            let mut k = inp.below(ints.max(1));
+            for v in attrs.values_mut() {
+                // Attribute integers are i64; a large value stays below 2^61.
+                update_nth_int(v, &mut k, &mut |x| {
+                    grow(x.max(0) as u64).min(i64::MAX as u64) as i64
+                });
+            }
+        }
+    }
+    (name.to_string(), attrs, input)
+}
+
+fn count_ints(v: &AttrValue) -> u64 {
+    match v {
+        AttrValue::Int(_) => 1,
+        AttrValue::Str(_) => 0,
+        AttrValue::List(items) => items.iter().map(count_ints).sum(),
+    }
+}
+
+/// Applies `f` to the integer of `v` at index `k` (in a depth-first walk of all of them, `k`
+/// counting down across calls); true when it was found.
+fn update_nth_int(v: &mut AttrValue, k: &mut u64, f: &mut impl FnMut(i64) -> i64) -> bool {
+    match v {
+        AttrValue::Int(x) if *k == 0 => {
+            *x = f(*x);
+            true
+        }
+        AttrValue::Int(_) => {
+            *k -= 1;
+            false
+        }
+        AttrValue::Str(_) => false,
+        AttrValue::List(items) => items.iter_mut().any(|item| update_nth_int(item, k, f)),
+    }
+}
+
+/// Decodes an op description from fuzzer bytes in one of four ways: fully arbitrary; right
+/// names and kinds with arbitrary values; a small valid op with one thing changed; or a small
+/// valid op made huge ([`huge_op_description`]).
 pub fn decode_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
     let dtype = inp.pick(&DType::ALL);
+    if inp.one_in(4) {
+        return huge_op_description(inp);
+    }
     match inp.below(3) {
         0 => {
             let names = [&OP_NAMES[..], &["", "spacetodepth", "Col2im", "Reshape"]].concat();
