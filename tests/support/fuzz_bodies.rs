@@ -961,12 +961,12 @@ pub fn huge_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
         } else {
             let ints: u64 = attrs.values().map(count_ints).sum();
             let mut k = inp.below(ints.max(1));
-            for v in attrs.values_mut() {
-                // Attribute integers are i64; a large value stays below 2^61.
-                update_nth_int(v, &mut k, &mut |x| {
-                    grow(x.max(0) as u64).min(i64::MAX as u64) as i64
-                });
-            }
+            // Attribute integers are i64: a negative one grows from 0, and the result is
+            // capped at i64::MAX.
+            let mut grow_int = |x: i64| grow(x.max(0) as u64).min(i64::MAX as u64) as i64;
+            attrs
+                .values_mut()
+                .any(|v| update_nth_int(v, &mut k, &mut grow_int));
         }
     }
     (name.to_string(), attrs, input)
@@ -980,8 +980,9 @@ fn count_ints(v: &AttrValue) -> u64 {
     }
 }
 
-/// Applies `f` to the integer of `v` at index `k` (in a depth-first walk of all of them, `k`
-/// counting down across calls); true when it was found.
+/// Applies `f` to the integer at index `k` of a depth-first walk of the integers in `v`, and
+/// returns true; or, when `v` holds fewer, takes their number off `k` and returns false, so
+/// that the walk can go on in the next value.
 fn update_nth_int(v: &mut AttrValue, k: &mut u64, f: &mut impl FnMut(i64) -> i64) -> bool {
     match v {
         AttrValue::Int(x) if *k == 0 => {
