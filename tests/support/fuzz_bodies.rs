@@ -787,9 +787,6 @@ pub fn op_validation(name: &str, attrs: &Attrs, input: &TensorType) {
         }
         (Ok(output), Ok(stages)) => (output, stages),
         (Ok(output), Err(e)) => {
-            if known_linearize_overflow(&e) {
-                return;
-            }
             panic!("{op:?} on {input} is valid (output {output}) but does not lower: {e}")
         }
         (Err(e), Ok(_)) => panic!("{op:?} on {input} is invalid ({e}) but lowers"),
@@ -810,27 +807,6 @@ pub fn op_validation(name: &str, attrs: &Attrs, input: &TensorType) {
         got == reference,
         "lowered IR vs reference for {op:?} on {input}"
     );
-}
-
-/// Two known bugs, tolerated here so that fuzzing can go past them; both are `linearize`
-/// failing with an `i64` overflow on an op that validation accepts, so `compile` returns a
-/// pass error ("a bug in relayout, never in the input") instead of a kernel:
-///
-/// - it computes the row-major strides of both tensors up front, and for an empty tensor whose
-///   other dims multiply past `i64::MAX` (`tensor<0x2^62x2^62x1xui8>`) a stride does not fit,
-///   although an empty kernel needs no stride;
-/// - it computes an access's offset at the first point as `constant * stride + sum(coef *
-///   stride * lo)`, and the first product can overflow for a huge valid op (BatchToSpace with
-///   block 3 on `tensor<9x2^31x2x1xf32>`) although the final offset is in range.
-///
-/// `empty_tensors_with_huge_dims_compile` and `huge_valid_ops_compile` in
-/// tests/fuzz_bodies.rs are the ignored tests of them; remove this function when they pass.
-pub fn known_linearize_overflow(e: &relayout::Error) -> bool {
-    matches!(
-        e,
-        relayout::Error::Pass(relayout_passes::PassError::Failed { pass: "linearize", message })
-            if message.contains("overflows")
-    )
 }
 
 /// A fully arbitrary attribute value, at most three lists deep.
@@ -947,10 +923,89 @@ fn near_shape(inp: &mut Input, rank: usize) -> Vec<u64> {
         .collect()
 }
 
-/// Decodes an op description from fuzzer bytes in one of three ways: fully arbitrary; right
-/// names and kinds with arbitrary values; or a small valid op with one thing changed.
+/// Large factors and values for [`huge_op_description`]: powers of two around the sizes where
+/// products leave 32 and 64 bits, and a few that are not.
+const LARGE: [u64; 12] = [
+    1 << 20,
+    1 << 28,
+    (1 << 31) - 1,
+    1 << 31,
+    3 << 29,
+    1 << 32,
+    (1 << 32) + 1,
+    1_000_000_007,
+    1 << 40,
+    1 << 45,
+    3 << 40,
+    1 << 60,
+];
+
+/// A small valid op with one to three of its input dims or integer attributes multiplied by,
+/// set to, or increased by a large value. Often invalid; when valid, its tensors are huge (or
+/// empty with huge other dims), which is where the size and offset arithmetic of validation,
+/// lowering and the passes is at its limits, and which mutating a small op reaches only by luck.
+pub fn huge_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
+    let (op, mut input) = small_valid_op(inp);
+    let (name, mut attrs) = op_to_attrs(&op);
+    for _ in 0..inp.urange(1, 3) {
+        let m = inp.pick(&LARGE);
+        let how = inp.below(3);
+        let grow = |v: u64| match how {
+            0 => v.saturating_mul(m),
+            1 => m,
+            _ => v.saturating_add(m),
+        };
+        if inp.flag() && !input.shape.is_empty() {
+            let i = inp.below(input.shape.len() as u64) as usize;
+            input.shape[i] = grow(input.shape[i]);
+        } else {
+            let ints: u64 = attrs.values().map(count_ints).sum();
+            let mut k = inp.below(ints.max(1));
+            // Attribute integers are i64: a negative one grows from 0, and the result is
+            // capped at i64::MAX.
+            let mut grow_int = |x: i64| grow(x.max(0) as u64).min(i64::MAX as u64) as i64;
+            attrs
+                .values_mut()
+                .any(|v| update_nth_int(v, &mut k, &mut grow_int));
+        }
+    }
+    (name.to_string(), attrs, input)
+}
+
+fn count_ints(v: &AttrValue) -> u64 {
+    match v {
+        AttrValue::Int(_) => 1,
+        AttrValue::Str(_) => 0,
+        AttrValue::List(items) => items.iter().map(count_ints).sum(),
+    }
+}
+
+/// Applies `f` to the integer at index `k` of a depth-first walk of the integers in `v`, and
+/// returns true; or, when `v` holds fewer, takes their number off `k` and returns false, so
+/// that the walk can go on in the next value.
+fn update_nth_int(v: &mut AttrValue, k: &mut u64, f: &mut impl FnMut(i64) -> i64) -> bool {
+    match v {
+        AttrValue::Int(x) if *k == 0 => {
+            *x = f(*x);
+            true
+        }
+        AttrValue::Int(_) => {
+            *k -= 1;
+            false
+        }
+        AttrValue::Str(_) => false,
+        AttrValue::List(items) => items.iter_mut().any(|item| update_nth_int(item, k, f)),
+    }
+}
+
+/// Decodes an op description from fuzzer bytes in one of four ways: fully arbitrary; right
+/// names and kinds with arbitrary values; a small valid op with one thing changed; or a small
+/// valid op made huge ([`huge_op_description`]).
 pub fn decode_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
     let dtype = inp.pick(&DType::ALL);
+    if inp.one_in(4) {
+        return huge_op_description(inp);
+    }
     match inp.below(3) {
         0 => {
             let names = [&OP_NAMES[..], &["", "spacetodepth", "Col2im", "Reshape"]].concat();

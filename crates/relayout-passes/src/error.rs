@@ -53,6 +53,17 @@ pub enum PassError {
         /// Why it failed, with the values involved.
         message: String,
     },
+    /// A pass was given an access that leaves its tensor, found while lowering it: an offset
+    /// or a stride that does not fit in `i64`, or an access to a tensor with no element. The
+    /// verifier rejects such a kernel (`in-bounds`), so only an unverified input gets here;
+    /// for a kernel whose accesses are in bounds these values always fit.
+    #[error("pass `{pass}` failed: {message}")]
+    OutOfBounds {
+        /// The pass.
+        pass: &'static str,
+        /// Which access, with the values involved.
+        message: String,
+    },
     /// The input of the pipeline failed verification.
     #[error("the input IR fails verification:\n{error}")]
     InvalidInput {

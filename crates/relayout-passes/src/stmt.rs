@@ -139,13 +139,14 @@ fn canon_constraint(simp: &Simplifier, c: &Constraint) -> Canon {
 
 /// The half-open interval of integers `d` with `lo <= coef * d + c0 < hi`, clamped to `i64`.
 fn solve_linear(coef: i64, c0: i64, lo: i64, hi: i64) -> Option<(i64, i64)> {
-    let (coef, a, b) = (
-        i128::from(coef),
-        i128::from(lo) - i128::from(c0),
-        i128::from(hi) - 1 - i128::from(c0),
-    );
-    // coef * d in [a, b].
-    let (first, last) = match coef {
+    let c0 = i128::from(c0);
+    solve_scaled(coef, i128::from(lo) - c0, i128::from(hi) - 1 - c0)
+}
+
+/// The half-open interval of integers `d` with `a <= coef * d <= b`, clamped to `i64` (empty
+/// when its end is at or before its start); `None` when `coef` is 0.
+pub(crate) fn solve_scaled(coef: i64, a: i128, b: i128) -> Option<(i64, i64)> {
+    let (first, last) = match i128::from(coef) {
         0 => return None,
         c if c > 0 => (ceil_div(a, c), floor_div(b, c)),
         c => (ceil_div(b, c), floor_div(a, c)),

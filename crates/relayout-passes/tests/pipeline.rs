@@ -217,3 +217,56 @@ fn peel_dims_reports_its_budget() {
         "{msg}"
     );
 }
+
+#[test]
+fn linearize_reports_accesses_outside_their_tensor() {
+    // For a kernel in bounds every offset and stride fits in i64. These do not verify; given
+    // unverified, linearize reports the access with a typed error instead of wrapping around.
+    const HUGE_EMPTY: &str = "tensor<0x4611686018427387904x4611686018427387904xf32>";
+    const P62: i64 = 1 << 62;
+    for (src, access, lo, what) in [
+        (HUGE_EMPTY, "%src[0, d0]", 0, "has no element"),
+        (
+            "tensor<4x1xf32>",
+            "%src[d0 + 4611686018427387904, 0]",
+            0,
+            "offset at the first point",
+        ),
+        (
+            "tensor<4x1xf32>",
+            "%src[d0 * 4611686018427387904, 0]",
+            0,
+            "stride of d0",
+        ),
+        (
+            "tensor<4x1xf32>",
+            "%src[d0 * 4, 0]",
+            P62,
+            "overflows i64 at the first point",
+        ),
+    ] {
+        let text = format!(
+            "kernel @oob(%src: {src}) -> (%dst: tensor<2xf32>) {{
+  copy %dst[d0 - {lo}] = {access}
+      for d0 in {lo} to {}
+}}",
+            lo + 2
+        );
+        let k = AnyKernel::Index(parse_kernel(&text).unwrap());
+        let pm = PassManager::new(Pipeline::parse("linearize").unwrap());
+        let e = pm.clone().verify_each(false).run(k.clone()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PassError::OutOfBounds {
+                    pass: "linearize",
+                    ..
+                }
+            ),
+            "{text}\n{e}"
+        );
+        assert!(e.to_string().contains(what), "{text}\n{e}");
+        let e = pm.verify_each(true).run(k).unwrap_err();
+        assert!(matches!(e, PassError::InvalidInput { .. }), "{text}\n{e}");
+    }
+}

@@ -230,3 +230,64 @@ fn guards_with_div_mod() {
 }",
     );
 }
+
+#[test]
+fn empty_tensors_with_huge_dims() {
+    // A tensor with a zero dim has no element, however large its other dims are (here their
+    // product does not fit in 64 bits): no statement can address it, so no pass may need its
+    // row-major strides.
+    check(
+        "kernel @e(%src: tensor<0x4611686018427387904x4611686018427387904xui8>) -> (%dst: tensor<3xui8>) {
+  fill %dst[d0] = 0
+      for d0 in 0 to 3
+  copy %dst[d1] = %src[d0, d1, d1]
+      for d0 in 0 to 0, d1 in 0 to 3
+}",
+    );
+    check(
+        "kernel @e(%src: tensor<0x4611686018427387904x4611686018427387904xf32>) -> (%dst: tensor<0x4611686018427387904x4611686018427387904xf32>) {
+  copy %dst[d0, d2, d1] = %src[d0, d1, d2]
+      for d0 in 0 to 0, d1 in 0 to 4611686018427387904, d2 in 0 to 4611686018427387904
+}",
+    );
+}
+
+#[test]
+fn constants_far_outside_the_tensor() {
+    // Each index is small, but its constant alone times the index's byte stride does not fit
+    // in i64: the offset of the first point has to be the index there times the stride.
+    check(
+        "kernel @far(%src: tensor<4x3xi32>) -> (%dst: tensor<3x4xi32>) {
+  copy %dst[d1, d0 - 4611686018427387904] = %src[d0 - 4611686018427387904, d1]
+      for d0 in 4611686018427387904 to 4611686018427387908, d1 in 0 to 3
+}",
+    );
+    // The same with a coefficient, as BatchToSpace's crops give (`d0 * 3 + d2 - c`), and a
+    // negative direction.
+    check(
+        "kernel @far(%src: tensor<12x2xi16>) -> (%dst: tensor<2x12xi16>) {
+  copy %dst[d1, d0 * 3 + d2 - 9223372036854775794] = %src[9223372036854775805 - d0 * 3 - d2, d1]
+      for d0 in 3074457345618258598 to 3074457345618258602, d1 in 0 to 2, d2 in 0 to 3
+}",
+    );
+}
+
+#[test]
+fn unit_dims_with_huge_coefficients() {
+    // A dim with one value may have any coefficient: its loop runs once, so linearize (here on
+    // its own, before drop-unit-dims would remove it) gives it stride 0 when its byte stride
+    // does not fit in i64.
+    let text = "kernel @u(%src: tensor<3x4xui16>) -> (%dst: tensor<4x3xui16>) {
+  copy %dst[d0, d1 + d2 * 4611686018427387904] = %src[d1 - d2 * 4611686018427387904, d0]
+      for d0 in 0 to 4, d1 in 0 to 3, d2 in 0 to 1
+}";
+    let k = parse_kernel(text).unwrap_or_else(|e| panic!("{}\n{text}", e.render(text)));
+    let out = common::check_preserves("linearize", &k);
+    let relayout_ir::AnyKernel::Loops(loops) = &out else {
+        panic!("linearize gave index IR")
+    };
+    let unit = loops.stmts[0].loops[2];
+    assert_eq!((unit.extent, unit.src_stride, unit.dst_stride), (1, 0, 0));
+    common::check_preserves("linearize,coalesce,interchange,coalesce", &k);
+    check_every_pass(&k);
+}

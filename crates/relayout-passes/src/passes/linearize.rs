@@ -5,7 +5,11 @@
 //! the byte offset `base + sum(stride_i * i_i)`, where for the row-major element strides `s_j`
 //! of `t` and the element size `z`, `stride_i = z * sum_j(s_j * coef of d_i in e_j)` and `base`
 //! is the offset at the first point (`d_i = lo_i`). Each point moves one element (`bytes` is
-//! the element size). Statements with an empty range are dropped.
+//! the element size). Statements with an empty range are dropped, and so need no strides: a
+//! kernel over empty tensors lowers to a kernel that does nothing.
+//!
+//! It never fails on the size of a kernel whose accesses are in bounds (see `access`); an
+//! access that leaves its tensor can give [`PassError::OutOfBounds`].
 //!
 //! What it does not do: simplify, reorder or merge loops (`coalesce` and `interchange` do
 //! that), or express a guard or a `floordiv`/`mod`: a statement with either is an error that
@@ -53,20 +57,36 @@ fn fail(message: String) -> PassError {
     }
 }
 
+/// Why a statement cannot be lowered.
+enum StmtError {
+    /// It has something the loop IR cannot express, or a malformed map.
+    Unsupported(String),
+    /// One of its accesses leaves its tensor (see [`PassError::OutOfBounds`]).
+    OutOfBounds(String),
+}
+
 /// The loop kernel of an index-map kernel without guards, `floordiv` or `mod`.
+///
+/// For a kernel whose accesses are in bounds (what the verifier proves), nothing here can
+/// overflow or fail on the size of the tensors: every byte offset of a point lies in its
+/// tensor, whose size fits in `i64`; see [`access`].
 pub(crate) fn linearize(k: &Kernel) -> Result<LoopKernel, PassError> {
-    let esize = i64::try_from(k.dst.dtype.size()).map_err(|_| fail("element size".into()))?;
-    let src = element_strides(&k.src)?;
-    let dst = element_strides(&k.dst)?;
+    let esize = k.dst.dtype.size();
+    let src = Operand::new(&k.src, esize)?;
+    let dst = Operand::new(&k.dst, esize)?;
     let mut stmts = Vec::with_capacity(k.stmts.len());
     for (i, s) in k.stmts.iter().enumerate() {
         if s.domain.iter().any(DimRange::is_empty) {
             continue;
         }
-        stmts.push(
-            lower_stmt(s, &src, &dst, esize)
-                .map_err(|m| fail(format!("{}: {m}", describe(i, s))))?,
-        );
+        let stmt = lower_stmt(s, &src, &dst, esize).map_err(|e| match e {
+            StmtError::Unsupported(m) => fail(format!("{}: {m}", describe(i, s))),
+            StmtError::OutOfBounds(m) => PassError::OutOfBounds {
+                pass: NAME,
+                message: format!("{}: {m}", describe(i, s)),
+            },
+        })?;
+        stmts.push(stmt);
     }
     Ok(LoopKernel {
         name: k.name.clone(),
@@ -76,25 +96,45 @@ pub(crate) fn linearize(k: &Kernel) -> Result<LoopKernel, PassError> {
     })
 }
 
-/// Row-major strides in elements, as `i64`.
-fn element_strides(t: &TensorType) -> Result<Vec<i64>, PassError> {
-    t.size_bytes().map_err(|e| fail(e.to_string()))?;
-    t.strides()
-        .into_iter()
-        .map(|s| i64::try_from(s).map_err(|_| fail(format!("a stride of {t} overflows"))))
-        .collect()
+/// A tensor as the loop IR addresses it.
+struct Operand<'a> {
+    ty: &'a TensorType,
+    /// Bytes per unit of each index (the row-major element stride times the element size), or
+    /// `None` for a tensor with no element.
+    weights: Option<Vec<i128>>,
 }
 
-fn lower_stmt(s: &Stmt, src: &[i64], dst: &[i64], esize: i64) -> Result<LoopStmt, String> {
-    if !s.guard.is_empty() {
-        return Err("has a guard, which the loop IR cannot express".into());
+impl<'a> Operand<'a> {
+    fn new(ty: &'a TensorType, esize: u64) -> Result<Operand<'a>, PassError> {
+        let elements = ty.num_elements().map_err(|e| fail(e.to_string()))?;
+        ty.size_bytes().map_err(|e| fail(e.to_string()))?;
+        // A tensor with no element may have other dims whose product fits in no integer type
+        // (`tensor<0x2^62x2^62xui8>`), so its row-major strides are not computed: no point
+        // can address it. For any other tensor every stride times the element size is at most
+        // its byte size, which fits in `i64`.
+        let weights = (elements > 0).then(|| {
+            ty.strides()
+                .into_iter()
+                .map(|s| i128::from(s) * i128::from(esize))
+                .collect()
+        });
+        Ok(Operand { ty, weights })
     }
-    let simp = Simplifier::new(&s.domain).ok_or("has an empty range")?;
-    let (dst_offset, dst_strides) = access(&simp, &s.dst, dst, esize, &s.domain, "destination")?;
+}
+
+fn lower_stmt(s: &Stmt, src: &Operand, dst: &Operand, esize: u64) -> Result<LoopStmt, StmtError> {
+    if !s.guard.is_empty() {
+        return Err(StmtError::Unsupported(
+            "has a guard, which the loop IR cannot express".into(),
+        ));
+    }
+    let simp =
+        Simplifier::new(&s.domain).ok_or(StmtError::Unsupported("has an empty range".into()))?;
+    let (dst_offset, dst_strides) = access(&simp, &s.dst, dst, &s.domain, "destination")?;
     let (action, src_offset, src_strides) = match &s.action {
         Action::Fill => (LoopAction::Fill, 0, vec![0; s.domain.len()]),
         Action::Copy { src: map } | Action::Accumulate { src: map } => {
-            let (o, st) = access(&simp, map, src, esize, &s.domain, "source")?;
+            let (o, st) = access(&simp, map, src, &s.domain, "source")?;
             let a = match s.action {
                 Action::Copy { .. } => LoopAction::Copy,
                 _ => LoopAction::Accumulate,
@@ -114,7 +154,7 @@ fn lower_stmt(s: &Stmt, src: &[i64], dst: &[i64], esize: i64) -> Result<LoopStmt
         .collect();
     Ok(LoopStmt {
         action,
-        bytes: esize.unsigned_abs(),
+        bytes: esize,
         src_offset,
         dst_offset,
         loops,
@@ -122,48 +162,80 @@ fn lower_stmt(s: &Stmt, src: &[i64], dst: &[i64], esize: i64) -> Result<LoopStmt
 }
 
 /// The byte offset at the first point and the byte stride of each dim, for one access.
+///
+/// Everything is computed at the first point (`d_i = lo_i`) and in `i128`, and only the results
+/// must fit in `i64`. When the access is in bounds they do: each index at the first point is
+/// evaluated as written, whose every subexpression the verifier bounded in `i64` over the
+/// domain; the offset lies in the tensor; and the stride of a dim with two or more values is
+/// the difference of two offsets in the tensor. The constant of a flattened index is not used
+/// on its own: it can lie far outside the tensor (`d0 * 3 - 19327352823` for `d0` from
+/// 6442450941) and overflow once multiplied by its stride. A dim with one value keeps a stride
+/// that does not fit only as 0, which moves the same bytes because its counter is always 0.
 fn access(
     simp: &Simplifier,
     map: &[AffineExpr],
-    elem_strides: &[i64],
-    esize: i64,
+    operand: &Operand,
     domain: &[DimRange],
     what: &str,
-) -> Result<(i64, Vec<i64>), String> {
-    let overflow = || format!("the {what} offset overflows");
-    if map.len() != elem_strides.len() {
-        return Err(format!(
+) -> Result<(i64, Vec<i64>), StmtError> {
+    let Some(weights) = &operand.weights else {
+        return Err(StmtError::OutOfBounds(format!(
+            "the {what} {} has no element, but the statement accesses it",
+            operand.ty
+        )));
+    };
+    if map.len() != weights.len() {
+        return Err(StmtError::Unsupported(format!(
             "the {what} map has {} indices for a tensor of rank {}",
             map.len(),
-            elem_strides.len()
-        ));
+            weights.len()
+        )));
     }
-    let mut offset: i64 = 0;
-    let mut strides = vec![0i64; domain.len()];
-    for (e, &st) in map.iter().zip(elem_strides) {
+    let first_point: Vec<i64> = domain.iter().map(|r| r.lo).collect();
+    let mut offset = Some(0i128);
+    // `None` once a stride overflows even `i128`.
+    let mut strides = vec![Some(0i128); domain.len()];
+    for (e, &w) in map.iter().zip(weights) {
         if e.has_div_or_mod() {
-            return Err(format!(
+            return Err(StmtError::Unsupported(format!(
                 "the {what} index `{e}` has a floordiv or mod, which the loop IR cannot express"
-            ));
+            )));
         }
-        let sum = simp
-            .sum_of(e)
-            .ok_or_else(|| format!("the {what} index `{e}` cannot be flattened"))?;
-        let w = st.checked_mul(esize).ok_or_else(overflow)?;
-        let c = sum.constant_part().checked_mul(w).ok_or_else(overflow)?;
-        offset = offset.checked_add(c).ok_or_else(overflow)?;
+        let sum = simp.sum_of(e).ok_or_else(|| {
+            StmtError::Unsupported(format!("the {what} index `{e}` cannot be flattened"))
+        })?;
+        let first = e.eval(&first_point).ok_or_else(|| {
+            StmtError::OutOfBounds(format!(
+                "the {what} index `{e}` overflows i64 at the first point"
+            ))
+        })?;
+        offset = offset.and_then(|o| o.checked_add(i128::from(first).checked_mul(w)?));
         for (a, coef) in sum.terms() {
             let Atom::Dim(d) = a else {
-                return Err(format!("the {what} index `{e}` is not affine"));
+                return Err(StmtError::Unsupported(format!(
+                    "the {what} index `{e}` is not affine"
+                )));
             };
-            let add = coef.checked_mul(w).ok_or_else(overflow)?;
-            strides[*d] = strides[*d].checked_add(add).ok_or_else(overflow)?;
+            strides[*d] =
+                strides[*d].and_then(|s| s.checked_add(i128::from(*coef).checked_mul(w)?));
         }
     }
-    // Loops count from 0: start at the offset of `d_i = lo_i`.
-    for (st, r) in strides.iter().zip(domain) {
-        let c = st.checked_mul(r.lo).ok_or_else(overflow)?;
-        offset = offset.checked_add(c).ok_or_else(overflow)?;
-    }
+    let offset = offset.and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
+        StmtError::OutOfBounds(format!(
+            "the {what} offset at the first point does not fit in i64"
+        ))
+    })?;
+    let strides = strides
+        .into_iter()
+        .zip(domain)
+        .enumerate()
+        .map(|(d, (s, r))| match s.and_then(|s| i64::try_from(s).ok()) {
+            Some(s) => Ok(s),
+            None if r.len() == 1 => Ok(0),
+            None => Err(StmtError::OutOfBounds(format!(
+                "the {what} stride of d{d} does not fit in i64"
+            ))),
+        })
+        .collect::<Result<_, _>>()?;
     Ok((offset, strides))
 }

@@ -15,8 +15,18 @@
 //!   element decides its value, and an `accumulate` in between reads the fill's zeros only
 //!   where no later write overwrites them anyway.
 //!
-//! Peeling runs the points in another order, so a copy whose writes may collide (see
-//! `stmt::order_matters`) is peeled only along its outermost dim.
+//! - When every dim of such a constraint has more values than the budget of statements allows
+//!   (a huge block size), one of them is cut into the intervals where the constraint holds
+//!   for no value of the other dims, for some, and for all (see `band_cut`); the few values
+//!   where it holds for some are then peeled.
+//!
+//! - Before any of that, a copy whose constraint holds for every value of its other dims over
+//!   an interior range of its dim with the most values (a padded SpaceToBatchND's rows away
+//!   from the padding) is cut into that interior and the slabs around it (see `interior`):
+//!   the interior keeps all block offsets in one statement, which reads the source in order.
+//!
+//! Peeling and cutting run the points in another order, so a copy whose writes may collide
+//! (see `stmt::order_matters`) is peeled or cut only along its outermost dim.
 //!
 //! What it does not do: split on a constraint that holds a `floordiv` or `mod` (`split-dims`
 //! or `peel-dims` handles those), peel beyond a budget of statements (the statement stays
@@ -26,10 +36,10 @@
 use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
-use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters, with_range};
+use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters, solve_scaled, with_range};
 use crate::sum::{Atom, Sum};
 use crate::PassError;
-use relayout_ir::{Action, AffineExpr, Kernel, Stmt};
+use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Stmt};
 
 /// Statements the peeling may create per kernel.
 const MAX_STATEMENTS: usize = 16384;
@@ -79,19 +89,115 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
     };
     let r = s.domain[d];
     let n = usize::try_from(r.len()).unwrap_or(usize::MAX);
-    if n > *budget {
-        out.push(s);
+    if n <= *budget {
+        *budget -= n;
+        for v in r.lo..r.hi {
+            split(&fix_dim(&s, d, v), budget, out);
+        }
         return;
     }
-    *budget -= n;
-    for v in r.lo..r.hi {
-        split(&fix_dim(&s, d, v), budget, out);
+    match band_cut(&s) {
+        Some(pieces) if pieces.len() <= *budget => {
+            *budget -= pieces.len();
+            for p in &pieces {
+                split(p, budget, out);
+            }
+        }
+        _ => out.push(s),
     }
+}
+
+/// The statement cut along one dim `d` of a multi-dim affine constraint `lo <= b * d + r < hi`
+/// (`r` the rest of the expression, over the other dims), for when every dim of the
+/// constraint has too many values to peel (a huge block size).
+///
+/// The values of `d` fall into at most five intervals, in order: where the constraint fails
+/// for every value of `r` (`b * d + max r < lo`), where it holds for some, where it holds for
+/// every value of `r` (`lo <= b * d + min r` and `b * d + max r < hi`), where it holds for
+/// some, where it fails for all. Re-canonicalizing drops the statement on the first kind and
+/// the constraint on the third; on each piece of the second kind `d` has at most
+/// `(max r - min r) / |b| + 1` values, few when `b` is the coarse digit of a mixed radix (`d0 + d1 * B`, `d0` in `[0, B)`),
+/// and peeling it makes the constraint single-dim. The dim with the fewest such edge values is
+/// cut; when the statement's order matters, only the outermost dim with several values.
+/// `None` when no cut makes two pieces or more (then every piece is of one kind already).
+fn band_cut(s: &Stmt) -> Option<Vec<Stmt>> {
+    let simp = Simplifier::new(&s.domain)?;
+    let allowed = if order_matters(s) {
+        s.domain.iter().position(|r| r.len() > 1)
+    } else {
+        None
+    };
+    // (values of the dim where the constraint holds for some points only, dim, pieces)
+    let mut best: Option<(u64, usize, Pieces)> = None;
+    for c in &s.guard {
+        let Some(sum) = simp.sum_of(&c.expr).filter(Sum::is_linear) else {
+            continue;
+        };
+        if sum.dims_used().len() < 2 {
+            continue;
+        }
+        for (atom, b) in sum.terms() {
+            let Atom::Dim(d) = *atom else { continue };
+            if allowed.is_some_and(|a| a != d) {
+                continue;
+            }
+            let (_, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
+            let Some(rb) = simp.bounds(&rest) else {
+                continue;
+            };
+            let (lo, hi) = (i128::from(c.lo), i128::from(c.hi) - 1);
+            let (rlo, rhi) = (i128::from(rb.lo), i128::from(rb.hi));
+            let (Some(every), Some(some)) = (
+                solve_scaled(*b, lo - rlo, hi - rhi),
+                solve_scaled(*b, lo - rhi, hi - rlo),
+            ) else {
+                continue;
+            };
+            let range = s.domain[d];
+            let len = |(a, z): (i64, i64)| DimRange::new(a.max(range.lo), z.min(range.hi)).len();
+            let edge = len(some) - len(every).min(len(some));
+            let mut points = vec![some.0, some.1];
+            if every.0 < every.1 {
+                points.extend([every.0, every.1]);
+            }
+            let pieces = cut_at(range, points);
+            if pieces.len() >= 2 && best.as_ref().is_none_or(|(e, _, _)| edge < *e) {
+                best = Some((edge, d, pieces));
+            }
+        }
+    }
+    let (_, d, pieces) = best?;
+    Some(
+        pieces
+            .into_iter()
+            .map(|(a, z)| with_range(s, d, a, z))
+            .collect(),
+    )
+}
+
+/// Consecutive half-open intervals of one dim.
+type Pieces = Vec<(i64, i64)>;
+
+/// `range` cut at the points strictly inside it, as consecutive non-empty intervals in order.
+fn cut_at(range: DimRange, points: Vec<i64>) -> Pieces {
+    let mut inside: Vec<i64> = points
+        .into_iter()
+        .filter(|&p| range.lo < p && p < range.hi)
+        .collect();
+    inside.sort_unstable();
+    inside.dedup();
+    let mut out = Vec::with_capacity(inside.len() + 1);
+    let mut start = range.lo;
+    for p in inside.into_iter().chain([range.hi]) {
+        out.push((start, p));
+        start = p;
+    }
+    out
 }
 
 /// The dim to peel: over the affine multi-dim constraints, the dim with the fewest values
 /// (the first on ties). `None` when no constraint is affine in several dims, or when the
-/// statement's order matters and that dim is not the outermost one with several values.
+/// statement's order matters and that dim has several values but is not the outermost such.
 fn dim_to_peel(s: &Stmt) -> Option<usize> {
     let simp = Simplifier::new(&s.domain)?;
     let best = s
@@ -107,7 +213,8 @@ fn dim_to_peel(s: &Stmt) -> Option<usize> {
         })
         .min_by_key(|&d| (s.domain[d].len(), d))?;
     let outermost = s.domain.iter().position(|r| r.len() > 1);
-    if order_matters(s) && outermost != Some(best) {
+    // Fixing a dim with one value (what a cut can leave) keeps the order of the points.
+    if order_matters(s) && outermost != Some(best) && s.domain[best].len() > 1 {
         return None;
     }
     Some(best)
@@ -144,9 +251,11 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
         let (_, coef) = own.as_single_term()?;
         let r = simp.bounds(&rest)?;
-        // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1.
-        let need_lo = c.lo.checked_sub(r.lo)?;
-        let need_hi = c.hi.checked_sub(1)?.checked_sub(r.hi)?;
+        // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1. In i128, so that
+        // no bound of a huge op overflows on the way.
+        let need_lo = i128::from(c.lo) - i128::from(r.lo);
+        let need_hi = i128::from(c.hi) - 1 - i128::from(r.hi);
+        let coef = i128::from(coef);
         let (x_lo, x_hi) = if coef > 0 {
             (div_ceil(need_lo, coef), need_hi.div_euclid(coef))
         } else {
@@ -154,14 +263,15 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
             (div_ceil(need_hi, coef), need_lo.div_euclid(coef))
         };
         let range = s.domain[d];
-        let lo = x_lo.max(range.lo);
-        let hi = x_hi.checked_add(1)?.min(range.hi);
-        (hi - lo >= 2 && (lo > range.lo || hi < range.hi)).then_some((d, lo, hi))
+        let lo = x_lo.max(i128::from(range.lo));
+        let hi = (x_hi + 1).min(i128::from(range.hi));
+        let (lo, hi) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
+        (hi.checked_sub(lo)? >= 2 && (lo > range.lo || hi < range.hi)).then_some((d, lo, hi))
     })
 }
 
-/// `ceil(a / b)` for `b != 0`.
-fn div_ceil(a: i64, b: i64) -> i64 {
+/// `ceil(a / b)` for `b != 0`; no overflow for operands that come from `i64`s.
+fn div_ceil(a: i128, b: i128) -> i128 {
     -((-a).div_euclid(b))
 }
 
@@ -209,5 +319,90 @@ fn fill_box(b: IndexBox) -> Stmt {
         domain: b,
         guard: Vec::new(),
         action: Action::Fill,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relayout_ir::{interpret, parse_kernel, verify_kernel};
+
+    /// Splits every statement of `text` with a budget of `budget` statements, and checks that
+    /// no guard is left, that the result verifies and that the interpreter computes the same
+    /// bytes before and after. Returns the statements.
+    fn split_with_budget(text: &str, budget: usize) -> Vec<Stmt> {
+        let k = parse_kernel(text).unwrap_or_else(|e| panic!("{}", e.render(text)));
+        let mut left = budget;
+        let mut stmts = Vec::new();
+        for s in &k.stmts {
+            split(s, &mut left, &mut stmts);
+        }
+        let out = Kernel {
+            stmts: stmts.clone(),
+            ..k.clone()
+        };
+        assert!(stmts.iter().all(|s| s.guard.is_empty()), "{out}");
+        verify_kernel(&out).unwrap_or_else(|e| panic!("{e}"));
+        let n = |t: &relayout_ir::TensorType| t.size_bytes().unwrap() as usize;
+        let src: Vec<u8> = (0..n(&k.src)).map(|i| (i * 7 + 3) as u8).collect();
+        let dst0: Vec<u8> = (0..n(&k.dst)).map(|i| (i * 5 + 1) as u8).collect();
+        let (mut want, mut got) = (dst0.clone(), dst0);
+        interpret(&k, &src, &mut want).unwrap();
+        interpret(&out, &src, &mut got).unwrap();
+        assert_eq!(want, got, "split changed the result:\n{k}\ninto\n{out}");
+        stmts
+    }
+
+    #[test]
+    fn too_many_values_to_peel_cut_the_coarse_digit() {
+        // SpaceToBatch's padded copy, with a budget below the number of values of both dims
+        // (as a huge block size gives): the block row `d1` is cut at the rows where the guard
+        // starts and stops holding for every block offset `d0`, and the two edge rows are
+        // peeled.
+        let stmts = split_with_budget(
+            "kernel @s2b(%src: tensor<1x50x1xui8>) -> (%dst: tensor<8x8x1xui8>) {
+  copy %dst[d0, d1, 0] = %src[0, d0 + d1 * 8 - 3, 0]
+      for d0 in 0 to 8, d1 in 0 to 8
+      where 0 <= d0 + d1 * 8 - 3 < 50
+}",
+            7,
+        );
+        assert_eq!(stmts.len(), 3, "{stmts:?}");
+        // The same with the digits in the other order and a negative coefficient.
+        split_with_budget(
+            "kernel @r(%src: tensor<40xi16>) -> (%dst: tensor<8x8xi16>) {
+  copy %dst[d0, d1] = %src[45 - d0 * 8 - d1]
+      for d0 in 0 to 8, d1 in 0 to 8
+      where 0 <= 45 - d0 * 8 - d1 < 40
+}",
+            7,
+        );
+    }
+
+    #[test]
+    fn a_cut_keeps_the_order_of_colliding_writes() {
+        // Every point writes the same element, so only the outermost dim may be cut.
+        let stmts = split_with_budget(
+            "kernel @c(%src: tensor<20xi32>) -> (%dst: tensor<1xi32>) {
+  copy %dst[0] = %src[d0 * 8 + d1]
+      for d0 in 0 to 8, d1 in 0 to 8
+      where 0 <= d0 * 8 + d1 < 20
+}",
+            7,
+        );
+        // Rows 0 and 1 whole, then row 2 up to its guard.
+        assert_eq!(stmts.len(), 2, "{stmts:?}");
+        assert_eq!(stmts[0].domain[0], DimRange::new(0, 2));
+    }
+
+    #[test]
+    fn cuts_are_consecutive_intervals() {
+        let r = DimRange::new(0, 10);
+        assert_eq!(cut_at(r, vec![-5, 3, 3, 12]), vec![(0, 3), (3, 10)]);
+        assert_eq!(cut_at(r, vec![0, 10, 0, 10]), vec![(0, 10)]);
+        assert_eq!(
+            cut_at(r, vec![8, 2, 5, 1]),
+            vec![(0, 1), (1, 2), (2, 5), (5, 8), (8, 10)]
+        );
     }
 }
