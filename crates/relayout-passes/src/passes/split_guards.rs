@@ -73,7 +73,11 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
     };
-    if let Some((d, lo, hi)) = interior(&s).filter(|_| *budget >= 2) {
+    // Only where the budget would allow peeling anyway: the slabs around the interior are
+    // peeled, and a starved budget is better spent by `band_cut` below.
+    let peel_cost = dim_to_peel(&s).map(|d| s.domain[d].len());
+    let affordable = peel_cost.is_some_and(|n| n.saturating_add(2) <= *budget as u64);
+    if let Some((d, lo, hi)) = interior(&s).filter(|_| affordable) {
         *budget -= 2;
         let r = s.domain[d];
         for (a, b) in [(r.lo, lo), (lo, hi), (hi, r.hi)] {
