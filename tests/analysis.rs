@@ -6,54 +6,9 @@
 use relayout::ir::{DType, TensorType};
 use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op};
 
-/// A xorshift generator: deterministic random bytes without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-fn t(dtype: DType, shape: &[u64]) -> TensorType {
-    TensorType::new(dtype, shape.to_vec())
-}
-
-fn d2s(block: i64, format: DataFormat, mode: DepthToSpaceMode) -> Op {
-    Op::DepthToSpace {
-        block_size: block,
-        data_format: format,
-        mode,
-    }
-}
-
-fn s2d(block: i64, format: DataFormat) -> Op {
-    Op::SpaceToDepth {
-        block_size: block,
-        data_format: format,
-    }
-}
-
-fn s2b(block: &[i64], pads: &[[i64; 2]]) -> Op {
-    Op::SpaceToBatchNd {
-        block_shape: block.to_vec(),
-        paddings: pads.iter().map(|p| p.to_vec()).collect(),
-    }
-}
-
-fn b2s(block: &[i64], crops: &[[i64; 2]]) -> Op {
-    Op::BatchToSpaceNd {
-        block_shape: block.to_vec(),
-        crops: crops.iter().map(|p| p.to_vec()).collect(),
-    }
-}
+#[path = "support/ops.rs"]
+mod ops;
+use ops::{b2s, d2s, s2b, s2d, t, Rng};
 
 fn movement(op: &Op, input: &TensorType) -> Movement {
     compile(op, input)

@@ -6,58 +6,9 @@ use relayout::{
     compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, FuseError, Movement, Op,
 };
 
-/// A xorshift generator: deterministic random numbers without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-fn t(dtype: DType, shape: &[u64]) -> TensorType {
-    TensorType::new(dtype, shape.to_vec())
-}
-
-fn d2s(block: i64, format: DataFormat, mode: DepthToSpaceMode) -> Op {
-    Op::DepthToSpace {
-        block_size: block,
-        data_format: format,
-        mode,
-    }
-}
-
-fn s2d(block: i64, format: DataFormat) -> Op {
-    Op::SpaceToDepth {
-        block_size: block,
-        data_format: format,
-    }
-}
-
-fn s2b(block: &[i64], pads: &[[i64; 2]]) -> Op {
-    Op::SpaceToBatchNd {
-        block_shape: block.to_vec(),
-        paddings: pads.iter().map(|p| p.to_vec()).collect(),
-    }
-}
-
-fn b2s(block: &[i64], crops: &[[i64; 2]]) -> Op {
-    Op::BatchToSpaceNd {
-        block_shape: block.to_vec(),
-        crops: crops.iter().map(|p| p.to_vec()).collect(),
-    }
-}
+#[path = "support/ops.rs"]
+mod ops;
+use ops::{b2s, d2s, s2b, s2d, t, Rng};
 
 /// The ops run one after another, each compiled on its own: the oracle.
 fn run_one_by_one(ops: &[Op], input: &TensorType, src: &[u8]) -> (TensorType, Vec<u8>) {
