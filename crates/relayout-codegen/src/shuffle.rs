@@ -442,6 +442,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// Emits the statement's nest with the block innermost; `count` iterations of the outermost
 /// loop run from `src` and `dst`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn nest(
     b: &mut FunctionBuilder,
     stmt_index: usize,
