@@ -232,46 +232,89 @@ fn unrolled(
         what: "the unrolled loop's step",
     };
     let (ss, ds) = (src_stride(body, l), l.dst_stride);
-    // `u <= extent`, and a verified kernel keeps `(extent - 1) * stride` inside its tensor,
-    // so these only fail on kernels that were not verified.
+    grouped_loop(
+        b,
+        count,
+        u,
+        src,
+        dst,
+        (ss, ds),
+        &mut |b, s, d, part| {
+            let n = match part {
+                Part::Group => u as i64,
+                Part::One => 1,
+            };
+            for j in 0..n {
+                let s = s.plus(j * ss).ok_or_else(overflow)?;
+                let d = d.plus(j * ds).ok_or_else(overflow)?;
+                emit_pattern(b, stmt, body, pattern, s, d)?;
+            }
+            Ok(())
+        },
+        &overflow,
+    )
+}
+
+/// What a [`GroupedBody`] emits: `group` consecutive iterations, or one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Part {
+    Group,
+    One,
+}
+
+/// The body of a [`grouped_loop`], given the addresses of the first iteration it covers.
+pub(crate) type GroupedBody<'a> =
+    dyn FnMut(&mut FunctionBuilder, Addr, Addr, Part) -> Result<(), CodegenError> + 'a;
+
+/// `count` iterations stepping by `steps`, run `group` (a power of two) at a time by
+/// `body(.., Part::Group)` in a loop, then the remaining `count mod group` one at a time by
+/// `body(.., Part::One)`: straight-line when the count is known, else behind a branch (a
+/// loop unless only one can remain). Unrolled loops and shuffle tiles both take this shape.
+/// Leaves the builder in the block after the loop.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn grouped_loop(
+    b: &mut FunctionBuilder,
+    count: Count,
+    group: u64,
+    src: Addr,
+    dst: Addr,
+    steps: (i64, i64),
+    body: &mut GroupedBody<'_>,
+    overflow: &dyn Fn() -> CodegenError,
+) -> Result<(), CodegenError> {
+    // `group <= extent`, and a verified kernel keeps `(extent - 1) * stride` inside its
+    // tensor, so these only fail on kernels that were not verified.
     let big = (
-        ss.checked_mul(u as i64).ok_or_else(overflow)?,
-        ds.checked_mul(u as i64).ok_or_else(overflow)?,
+        steps.0.checked_mul(group as i64).ok_or_else(overflow)?,
+        steps.1.checked_mul(group as i64).ok_or_else(overflow)?,
     );
-    let mut unrolled_body = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
-        for j in 0..u as i64 {
-            let s = s.plus(j * ss).ok_or_else(overflow)?;
-            let d = d.plus(j * ds).ok_or_else(overflow)?;
-            emit_pattern(b, stmt, body, pattern, s, d)?;
-        }
-        Ok(())
-    };
     match count {
         Count::Const(n) => {
-            let main = n / u;
-            counted_loop(b, Count::Const(main), src, dst, big, &mut unrolled_body)?;
-            for j in main * u..n {
-                let at = |a: Addr, stride: i64| {
-                    let delta = stride.checked_mul(j as i64)?;
-                    a.plus(delta)
-                };
-                let s = at(src, ss).ok_or_else(overflow)?;
-                let d = at(dst, ds).ok_or_else(overflow)?;
-                emit_pattern(b, stmt, body, pattern, s, d)?;
+            let main = n / group;
+            counted_loop(b, Count::Const(main), src, dst, big, &mut |b, s, d| {
+                body(b, s, d, Part::Group)
+            })?;
+            for j in main * group..n {
+                let at = |a: Addr, stride: i64| a.plus(stride.checked_mul(j as i64)?);
+                let s = at(src, steps.0).ok_or_else(overflow)?;
+                let d = at(dst, steps.1).ok_or_else(overflow)?;
+                body(b, s, d, Part::One)?;
             }
             Ok(())
         }
         Count::Dyn(n) => {
-            let shift = i64::from(u.trailing_zeros());
+            let shift = i64::from(group.trailing_zeros());
             let main = b.ins().ushr_imm_u(n, shift);
-            let rest = b.ins().band_imm_u(n, (u - 1) as i64);
+            let rest = b.ins().band_imm_u(n, (group - 1) as i64);
             let main_block = b.create_block();
             let after_main = b.create_block();
             b.ins().brif(main, main_block, &[], after_main, &[]);
             b.seal_block(main_block);
 
             b.switch_to_block(main_block);
-            counted_loop(b, Count::Dyn(main), src, dst, big, &mut unrolled_body)?;
+            counted_loop(b, Count::Dyn(main), src, dst, big, &mut |b, s, d| {
+                body(b, s, d, Part::Group)
+            })?;
             b.ins().jump(after_main, &[]);
             b.seal_block(after_main);
 
@@ -282,7 +325,7 @@ fn unrolled(
             b.seal_block(rest_block);
 
             b.switch_to_block(rest_block);
-            // The remainder starts `main * U` iterations in.
+            // The remainder starts `main * group` iterations in.
             let skip = |b: &mut FunctionBuilder, a: Addr, step: i64| {
                 if step == 0 {
                     a
@@ -293,12 +336,12 @@ fn unrolled(
             };
             let s = skip(b, src, big.0);
             let d = skip(b, dst, big.1);
-            if u == 2 {
+            if group == 2 {
                 // The remainder is a single iteration.
-                emit_pattern(b, stmt, body, pattern, s, d)?;
+                body(b, s, d, Part::One)?;
             } else {
-                counted_loop(b, Count::Dyn(rest), s, d, (ss, ds), &mut |b, s, d| {
-                    emit_pattern(b, stmt, body, pattern, s, d)
+                counted_loop(b, Count::Dyn(rest), s, d, steps, &mut |b, s, d| {
+                    body(b, s, d, Part::One)
                 })?;
             }
             b.ins().jump(done, &[]);

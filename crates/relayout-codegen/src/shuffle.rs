@@ -17,7 +17,7 @@
 //! and never accumulate). The X iterations that do not fill a tile run as scalar runs.
 
 use crate::body::Body;
-use crate::loops::{counted_loop, Count, LoopBody};
+use crate::loops::{counted_loop, grouped_loop, Count, LoopBody, Part};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
@@ -551,43 +551,43 @@ fn tiled(
     single: &mut LoopBody<'_>,
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
-    let big = (
-        l.src_stride
-            .checked_mul(tile as i64)
-            .ok_or_else(&overflow)?,
-        l.dst_stride
-            .checked_mul(tile as i64)
-            .ok_or_else(&overflow)?,
-    );
     match count {
         Count::Const(n) => {
             let main = n / tile;
             // Cranelift does not unroll: a loop of one small block spends as many
-            // instructions on the loop as on the block.
+            // instructions on the loop as on the block. So up to `unroll` blocks per
+            // iteration, and the leftover blocks one by one.
             let u = if main == 0 {
                 1
             } else {
                 1u64 << (63 - unroll.min(main).leading_zeros())
             };
-            let at =
-                |a: Addr, step: i64, k: u64| step.checked_mul(k as i64).and_then(|o| a.plus(o));
-            let step = (
-                big.0.checked_mul(u as i64).ok_or_else(&overflow)?,
-                big.1.checked_mul(u as i64).ok_or_else(&overflow)?,
+            let big = (
+                l.src_stride
+                    .checked_mul(tile as i64)
+                    .ok_or_else(&overflow)?,
+                l.dst_stride
+                    .checked_mul(tile as i64)
+                    .ok_or_else(&overflow)?,
             );
-            counted_loop(b, Count::Const(main / u), src, dst, step, &mut |b, s, d| {
-                for k in 0..u {
-                    let s = at(s, big.0, k).ok_or_else(&overflow)?;
-                    let d = at(d, big.1, k).ok_or_else(&overflow)?;
-                    block(b, s, d)?;
-                }
-                Ok(())
-            })?;
-            for k in main / u * u..main {
-                let s = at(src, big.0, k).ok_or_else(&overflow)?;
-                let d = at(dst, big.1, k).ok_or_else(&overflow)?;
-                block(b, s, d)?;
-            }
+            grouped_loop(
+                b,
+                Count::Const(main),
+                u,
+                src,
+                dst,
+                big,
+                &mut |b, s, d, part| {
+                    let blocks = if part == Part::Group { u } else { 1 };
+                    for k in 0..blocks as i64 {
+                        let s = big.0.checked_mul(k).and_then(|o| s.plus(o));
+                        let d = big.1.checked_mul(k).and_then(|o| d.plus(o));
+                        block(b, s.ok_or_else(&overflow)?, d.ok_or_else(&overflow)?)?;
+                    }
+                    Ok(())
+                },
+                &overflow,
+            )?;
             for j in main * tile..n {
                 let s = l.src_stride.checked_mul(j as i64).and_then(|o| src.plus(o));
                 let d = l.dst_stride.checked_mul(j as i64).and_then(|o| dst.plus(o));
@@ -595,44 +595,19 @@ fn tiled(
             }
             Ok(())
         }
-        Count::Dyn(n) => {
-            let main = b.ins().ushr_imm_u(n, i64::from(tile.trailing_zeros()));
-            let rest = b.ins().band_imm_u(n, (tile - 1) as i64);
-            let main_block = b.create_block();
-            let after_main = b.create_block();
-            b.ins().brif(main, main_block, &[], after_main, &[]);
-            b.seal_block(main_block);
-            b.switch_to_block(main_block);
-            counted_loop(b, Count::Dyn(main), src, dst, big, block)?;
-            b.ins().jump(after_main, &[]);
-            b.seal_block(after_main);
-
-            b.switch_to_block(after_main);
-            let rest_block = b.create_block();
-            let done = b.create_block();
-            b.ins().brif(rest, rest_block, &[], done, &[]);
-            b.seal_block(rest_block);
-            b.switch_to_block(rest_block);
-            // The leftover iterations start `main * tile` iterations in.
-            let skip = |b: &mut FunctionBuilder, a: Addr, step: i64| {
-                let delta = b.ins().imul_imm_s(main, step);
-                Addr::new(b.ins().iadd(a.base, delta), a.offset)
-            };
-            let s = skip(b, src, big.0);
-            let d = skip(b, dst, big.1);
-            counted_loop(
-                b,
-                Count::Dyn(rest),
-                s,
-                d,
-                (l.src_stride, l.dst_stride),
-                single,
-            )?;
-            b.ins().jump(done, &[]);
-            b.seal_block(done);
-            b.switch_to_block(done);
-            Ok(())
-        }
+        Count::Dyn(_) => grouped_loop(
+            b,
+            count,
+            tile,
+            src,
+            dst,
+            (l.src_stride, l.dst_stride),
+            &mut |b, s, d, part| match part {
+                Part::Group => block(b, s, d),
+                Part::One => single(b, s, d),
+            },
+            &overflow,
+        ),
     }
 }
 
