@@ -150,7 +150,8 @@ pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;
 pub use relayout_jit::{Element, HAS_DISASSEMBLER};
 pub use relayout_ops::{
-    AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
+    known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
+    OP_NAMES,
 };
 pub use tensor_text::{format_element, format_tensor};
 

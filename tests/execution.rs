@@ -2,6 +2,10 @@
 //! the lowered IR, the interpreter on the final loop IR, and the direct reference
 //! implementation must all produce the same bytes.
 
+#[path = "support/fuzz_bodies.rs"]
+mod bodies;
+
+use bodies::random_bytes;
 use proptest::prelude::*;
 use relayout::ir::{interpret, interpret_loops, DType, TensorType};
 use relayout::{compile, DataFormat, DepthToSpaceMode, Op};
@@ -205,20 +209,6 @@ fn any_op() -> impl Strategy<Value = (Op, TensorType)> {
         batch_to_space_nd(),
         col2im()
     ]
-}
-
-fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    // splitmix64: deterministic, and every byte pattern (NaNs, -0.0) is possible.
-    let mut x = seed;
-    (0..len)
-        .map(|_| {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u8
-        })
-        .collect()
 }
 
 fn check_all_agree(op: &Op, input: &TensorType, seed: u64) {

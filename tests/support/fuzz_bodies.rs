@@ -187,15 +187,7 @@ impl<'a> Input<'a> {
 // Ops: names, attributes, and a generator of small valid ops
 
 /// The op names of the conformance format.
-pub const OP_NAMES: [&str; 7] = [
-    "SpaceToDepth",
-    "DepthToSpace",
-    "SpaceToBatchND",
-    "BatchToSpaceND",
-    "SpaceToBatch",
-    "BatchToSpace",
-    "Col2Im",
-];
+pub use relayout::OP_NAMES;
 
 /// Every attribute name of any op, plus one that no op has.
 pub const ATTR_NAMES: [&str; 11] = [
@@ -867,15 +859,9 @@ fn pair_list(inp: &mut Input, n: usize) -> AttrValue {
 
 /// The attributes of op `name` (Col2Im's for an unknown name).
 pub fn known_attributes(name: &str) -> &'static [&'static str] {
-    match name {
-        "SpaceToDepth" => &["block_size", "data_format"],
-        "DepthToSpace" => &["block_size", "data_format", "mode"],
-        "SpaceToBatchND" => &["block_shape", "paddings"],
-        "BatchToSpaceND" => &["block_shape", "crops"],
-        "SpaceToBatch" => &["block_size", "paddings"],
-        "BatchToSpace" => &["block_size", "crops"],
-        _ => &["image_shape", "block_shape", "dilations", "pads", "strides"],
-    }
+    relayout::known_attributes(name)
+        .or_else(|| relayout::known_attributes("Col2Im"))
+        .unwrap_or_default()
 }
 
 /// Attributes of the right names and kinds with values that may be anything, for `name`.

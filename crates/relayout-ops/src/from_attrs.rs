@@ -158,8 +158,16 @@ pub const OP_NAMES: [&str; 7] = [
     "Col2Im",
 ];
 
-/// The attributes each op accepts, or `None` for an unknown op.
-fn known_attributes(name: &str) -> Option<&'static [&'static str]> {
+/// The attribute names op `name` (one of [`OP_NAMES`]) accepts, or `None` for an unknown op.
+///
+/// ```
+/// assert_eq!(
+///     relayout_ops::known_attributes("DepthToSpace"),
+///     Some(&["block_size", "data_format", "mode"][..])
+/// );
+/// assert_eq!(relayout_ops::known_attributes("Reshape"), None);
+/// ```
+pub fn known_attributes(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
         "SpaceToDepth" => &["block_size", "data_format"],
         "DepthToSpace" => &["block_size", "data_format", "mode"],

@@ -29,5 +29,5 @@ mod validate;
 
 pub use attrs::{AttrValue, Attrs};
 pub use error::{ErrorCategory, OpError};
-pub use from_attrs::OP_NAMES;
+pub use from_attrs::{known_attributes, OP_NAMES};
 pub use op::{DataFormat, DepthToSpaceMode, Op};
