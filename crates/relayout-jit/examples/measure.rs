@@ -20,6 +20,13 @@ use relayout_jit::CompiledKernel;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use support::{
+    d2s_nhwc_b2_f16_12, dcr_b2_f32, dcr_b4_u8, lp, pixel_shuffle_b4_f32, s2d_nchw_b2_4_byte,
+};
+
 /// A 64-byte aligned window of `len` bytes into a larger vector.
 struct Aligned {
     buf: Vec<u8>,
@@ -48,14 +55,6 @@ fn stmt(bytes: u64, loops: Vec<Loop>) -> LoopStmt {
         src_offset: 0,
         dst_offset: 0,
         loops,
-    }
-}
-
-fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-    Loop {
-        extent,
-        src_stride,
-        dst_stride,
     }
 }
 
@@ -121,85 +120,32 @@ fn strided(name: &str, dtype: DType, bytes: u64, loops: Vec<Loop>) -> LoopKernel
 /// The slow statements of the benchmark suite (DepthToSpace / SpaceToDepth), with their
 /// stride structure kept and their extents scaled down to 256 KiB-1 MiB.
 fn depth_cases() -> Vec<LoopKernel> {
-    // Pixel shuffle, NCHW CRD f32 block 4: in [16, h, w], out [4 h, 4 w].
-    let (h, w) = (32i64, 120i64);
-    let plane = h * w * 4;
     let pixel = strided(
         "depth_pixel_f32_b4",
         DType::F32,
         4,
-        vec![
-            lp(h as u64, 4 * w, 64 * w),
-            lp(4, 4 * plane, 16 * w),
-            lp(w as u64, 4, 16),
-            lp(4, plane, 4),
-        ],
+        pixel_shuffle_b4_f32(32, 120),
     );
-    // DepthToSpace NCHW DCR u8 block 4: in [16, h, w], out [4 h, 4 w].
-    let (h, w) = (64i64, 256i64);
-    let dcr_u8 = strided(
-        "depth_dcr_u8_b4",
-        DType::U8,
-        1,
-        vec![
-            lp(h as u64, w, 16 * w),
-            lp(4, 4 * h * w, 4 * w),
-            lp(w as u64, 1, 4),
-            lp(4, h * w, 1),
-        ],
-    );
-    // SpaceToDepth NCHW f32 block 2 (yolo focus): in [c, 2 h, 2 w], out [4, c, h, w].
-    let (c, h, w) = (2i64, 64i64, 128i64);
+    let dcr_u8 = strided("depth_dcr_u8_b4", DType::U8, 1, dcr_b4_u8(64, 256));
     let yolo = strided(
         "depth_s2d_f32_b2",
         DType::F32,
         4,
-        vec![
-            lp(c as u64, 16 * h * w, 4 * h * w),
-            lp(2, 8 * w, 2 * c * h * w * 4),
-            lp(2, 4, c * h * w * 4),
-            lp(h as u64, 16 * w, 4 * w),
-            lp(w as u64, 8, 4),
-        ],
+        s2d_nchw_b2_4_byte(2, 64, 128),
     );
-    // SpaceToDepth NCHW_VECT_C int8: the same with 4-byte units of an 8-bit type.
-    let (c, h, w) = (2i64, 256i64, 64i64);
     let vect_c = strided(
         "depth_s2d_vectc_i8",
         DType::I8,
         4,
-        vec![
-            lp(c as u64, 16 * h * w, 4 * h * w),
-            lp(2, 8 * w, 2 * c * h * w * 4),
-            lp(2, 4, c * h * w * 4),
-            lp(h as u64, 16 * w, 4 * w),
-            lp(w as u64, 8, 4),
-        ],
+        s2d_nchw_b2_4_byte(2, 256, 64),
     );
-    // DepthToSpace NHWC f16 with 12-byte runs (C = 6 per block cell).
-    let (h, w) = (40i64, 512i64);
     let nhwc = strided(
         "depth_nhwc_f16_12",
         DType::F16,
         12,
-        vec![
-            lp(h as u64, 24 * w, 24 * w),
-            lp(2, 12, 12 * w),
-            lp(w as u64, 24, 12),
-        ],
+        d2s_nhwc_b2_f16_12(40, 512),
     );
-    // DepthToSpace NCHW DCR f32 block 2, the suite's own extents.
-    let dcr_f32 = strided(
-        "depth_dcr_f32_b2",
-        DType::F32,
-        4,
-        vec![
-            lp(512, 128, 512),
-            lp(2, 131072, 256),
-            lp(32, 4, 8),
-            lp(2, 65536, 4),
-        ],
-    );
+    let dcr_f32 = strided("depth_dcr_f32_b2", DType::F32, 4, dcr_b2_f32(512));
     vec![pixel, dcr_u8, yolo, vect_c, nhwc, dcr_f32]
 }
 

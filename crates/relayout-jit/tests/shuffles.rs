@@ -8,7 +8,9 @@ use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt
 use relayout_jit::CompiledKernel;
 
 mod support;
-use support::{bytes, lp};
+use support::{
+    bytes, d2s_nhwc_b2_f16_12, dcr_b2_f32, dcr_b4_u8, lp, pixel_shuffle_b4_f32, s2d_nchw_b2_4_byte,
+};
 
 /// A copy statement over 1-D tensors long enough for its reach (strides may be negative; the
 /// offsets lift the lowest access to `slack`).
@@ -100,13 +102,11 @@ fn pixel_shuffle_f32_block4() {
         check(&kernel(
             DType::F32,
             4,
-            vec![
-                lp(2, 16 * plane, 16 * plane),
-                lp(h as u64, 4 * w, 64 * w),
-                lp(4, 4 * plane, 16 * w),
-                lp(w as u64, 4, 16),
-                lp(4, plane, 4),
-            ],
+            [
+                vec![lp(2, 16 * plane, 16 * plane)],
+                pixel_shuffle_b4_f32(h, w),
+            ]
+            .concat(),
             (0, 0),
         ));
     }
@@ -116,17 +116,7 @@ fn pixel_shuffle_f32_block4() {
 #[test]
 fn dcr_u8_block4() {
     for (h, w) in [(2i64, 32i64), (3, 21), (1, 16), (2, 15)] {
-        check(&kernel(
-            DType::U8,
-            1,
-            vec![
-                lp(h as u64, w, 16 * w),
-                lp(4, 4 * h * w, 4 * w),
-                lp(w as u64, 1, 4),
-                lp(4, h * w, 1),
-            ],
-            (0, 0),
-        ));
+        check(&kernel(DType::U8, 1, dcr_b4_u8(h, w), (0, 0)));
     }
 }
 
@@ -135,18 +125,7 @@ fn dcr_u8_block4() {
 fn space_to_depth_block2() {
     for dtype in [DType::F32, DType::I8] {
         for (c, h, w) in [(2i64, 3i64, 8i64), (1, 2, 9), (2, 2, 5), (1, 1, 4)] {
-            check(&kernel(
-                dtype,
-                4,
-                vec![
-                    lp(c as u64, 16 * h * w, 4 * h * w),
-                    lp(2, 8 * w, 2 * c * h * w * 4),
-                    lp(2, 4, c * h * w * 4),
-                    lp(h as u64, 16 * w, 4 * w),
-                    lp(w as u64, 8, 4),
-                ],
-                (0, 0),
-            ));
+            check(&kernel(dtype, 4, s2d_nchw_b2_4_byte(c, h, w), (0, 0)));
         }
     }
 }
@@ -155,16 +134,7 @@ fn space_to_depth_block2() {
 #[test]
 fn nhwc_f16_12_byte_runs() {
     for (h, w) in [(3i64, 9i64), (2, 16), (1, 3)] {
-        check(&kernel(
-            DType::F16,
-            12,
-            vec![
-                lp(h as u64, 24 * w, 24 * w),
-                lp(2, 12, 12 * w),
-                lp(w as u64, 24, 12),
-            ],
-            (0, 0),
-        ));
+        check(&kernel(DType::F16, 12, d2s_nhwc_b2_f16_12(h, w), (0, 0)));
     }
 }
 
@@ -172,17 +142,7 @@ fn nhwc_f16_12_byte_runs() {
 /// is what threads split).
 #[test]
 fn dcr_f32_block2() {
-    check(&kernel(
-        DType::F32,
-        4,
-        vec![
-            lp(8, 128, 512),
-            lp(2, 131072, 256),
-            lp(32, 4, 8),
-            lp(2, 65536, 4),
-        ],
-        (0, 0),
-    ));
+    check(&kernel(DType::F32, 4, dcr_b2_f32(8), (0, 0)));
     check(&kernel(
         DType::F32,
         4,
