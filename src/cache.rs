@@ -50,16 +50,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
             return;
         }
         if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
-            // A linear scan is fine: it runs only on a miss, which also compiles a kernel
-            // (hundreds of microseconds), and capacities are in the hundreds.
-            if let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-            {
-                self.entries.remove(&oldest);
-            }
+            self.evict_least_recent();
         }
         self.entries.insert(key, (value, self.clock));
     }
@@ -67,14 +58,21 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
     fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity;
         while self.entries.len() > capacity {
-            if let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone())
-            {
-                self.entries.remove(&oldest);
-            }
+            self.evict_least_recent();
+        }
+    }
+
+    /// Removes the least recently used entry, if any. A linear scan is fine: it runs only on
+    /// a miss, which also compiles a kernel (hundreds of microseconds), or when the capacity
+    /// shrinks, and capacities are in the hundreds.
+    fn evict_least_recent(&mut self) {
+        if let Some(oldest) = self
+            .entries
+            .iter()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(k, _)| k.clone())
+        {
+            self.entries.remove(&oldest);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! cannot be fused.
 
 use crate::analysis::{self, Movement};
-use crate::{Element, Error, ErrorCategory, Op, OpError, Stages};
+use crate::{Element, Error, Op, OpError, Stages};
 use relayout_ir::{Action, AffineExpr, Constraint, Kernel, Stmt, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
 use std::sync::Arc;
@@ -252,18 +252,7 @@ impl FusedOp {
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        let ty = self.output_type();
-        let len = ty
-            .size_bytes()
-            .ok()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| {
-                OpError::new(
-                    ErrorCategory::SizeOverflow,
-                    format!("{ty} does not fit in memory"),
-                )
-            })?;
-        let mut dst = vec![0u8; len];
+        let mut dst = crate::zeroed_buffer(self.output_type())?;
         self.run(src, &mut dst)?;
         Ok(dst)
     }

@@ -344,22 +344,25 @@ impl CompiledOp {
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        // The size was checked when the op was validated, so it fits in memory terms of u64.
-        let len = self
-            .inner
-            .output
-            .size_bytes()
-            .map_err(|e| OpError::new(ErrorCategory::SizeOverflow, e.to_string()))?;
-        let len = usize::try_from(len).map_err(|_| {
-            OpError::new(
-                ErrorCategory::SizeOverflow,
-                format!("{} does not fit in memory", self.inner.output),
-            )
-        })?;
-        let mut dst = vec![0u8; len];
+        let mut dst = zeroed_buffer(&self.inner.output)?;
         self.run(src, &mut dst)?;
         Ok(dst)
     }
+}
+
+/// A zeroed buffer of the byte size of `ty`, for the `run_to_vec`s. The size was checked
+/// when the op was validated, so it fits in a `u64`; it may still not fit in memory.
+pub(crate) fn zeroed_buffer(ty: &TensorType) -> Result<Vec<u8>, Error> {
+    let len = ty
+        .size_bytes()
+        .map_err(|e| OpError::new(ErrorCategory::SizeOverflow, e.to_string()))?;
+    let len = usize::try_from(len).map_err(|_| {
+        OpError::new(
+            ErrorCategory::SizeOverflow,
+            format!("{ty} does not fit in memory"),
+        )
+    })?;
+    Ok(vec![0u8; len])
 }
 
 /// The IR of `op` after every pass of the default pipeline, each with an MLIR-style header
