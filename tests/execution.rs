@@ -5,7 +5,7 @@
 #[path = "support/fuzz_bodies.rs"]
 mod bodies;
 
-use bodies::random_bytes;
+use bodies::{image_shape, random_bytes};
 use proptest::prelude::*;
 use relayout::ir::{interpret, interpret_loops, DType, TensorType};
 use relayout::{compile, DataFormat, DepthToSpaceMode, Op};
@@ -20,16 +20,6 @@ fn data_format() -> impl Strategy<Value = DataFormat> {
         DataFormat::Nchw,
         DataFormat::NchwVectC,
     ])
-}
-
-/// Builds the input shape of a SpaceToDepth/DepthToSpace from (batch, height, width, channels)
-/// in the op's data format; channels must be a multiple of 4 for NCHW_VECT_C.
-fn image_shape(format: DataFormat, n: u64, h: u64, w: u64, c: u64) -> Vec<u64> {
-    match format {
-        DataFormat::Nhwc => vec![n, h, w, c],
-        DataFormat::Nchw => vec![n, c, h, w],
-        DataFormat::NchwVectC => vec![n, c / 4, h, w, 4],
-    }
 }
 
 fn space_to_depth() -> impl Strategy<Value = (Op, TensorType)> {

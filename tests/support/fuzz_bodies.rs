@@ -288,7 +288,7 @@ fn data_format(inp: &mut Input) -> DataFormat {
 
 /// The input shape of a SpaceToDepth/DepthToSpace from (batch, height, width, channels) in the
 /// op's data format; `c` must be a multiple of 4 for NCHW_VECT_C.
-fn image_shape(format: DataFormat, n: u64, h: u64, w: u64, c: u64) -> Vec<u64> {
+pub fn image_shape(format: DataFormat, n: u64, h: u64, w: u64, c: u64) -> Vec<u64> {
     match format {
         DataFormat::Nhwc => vec![n, h, w, c],
         DataFormat::Nchw => vec![n, c, h, w],
