@@ -166,8 +166,9 @@ pub(crate) fn emit_run(
     src: Addr,
     dst: Addr,
 ) -> Result<(), CodegenError> {
+    // A streaming mover exists only for runs of at least `STREAM_MIN_RUN` (see `streams`).
     let streaming = matches!(mover, Mover::StreamCopy(_) | Mover::StreamZero(_));
-    if bytes >= CALL_MIN || (streaming && bytes >= STREAM_MIN_RUN) {
+    if bytes >= CALL_MIN || streaming {
         mover.call(b, cfg, bytes, src, dst);
     } else if bytes > INLINE_MAX {
         let iterations = bytes / LOOP_STEP;

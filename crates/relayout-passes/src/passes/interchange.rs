@@ -50,21 +50,22 @@ fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
     by_dst.loops.sort_by_key(|l| std::cmp::Reverse(key_dst(l)));
     let mut by_src = s.clone();
     by_src.loops.sort_by_key(|l| std::cmp::Reverse(key_src(l)));
-    let score =
-        |c: &LoopStmt| coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
     let copy = s.action == LoopAction::Copy;
-    let mut best = by_dst;
+    // Longest run, then fewest loops, then (a copy) fewest passes over the same pages.
+    let key = |c: &LoopStmt| {
+        let coalesced = coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
+        let revisits = if copy { page_revisits(c) } else { 0 };
+        (coalesced, std::cmp::Reverse(revisits))
+    };
+    // The first of the best keys wins: ties keep the destination's order.
+    let mut best = (key(&by_dst), by_dst);
     for c in [by_src, s.clone()] {
-        let better = match (score(&c), score(&best)) {
-            (new, old) if new != old => new > old,
-            // Same runs and loop count: a copy avoids sweeping an operand in passes.
-            _ => copy && page_revisits(&c) < page_revisits(&best),
-        };
-        if better {
-            best = c;
+        let k = key(&c);
+        if k > best.0 {
+            best = (k, c);
         }
     }
-    best
+    best.1
 }
 
 /// Strides below this count as the same region of memory (see [`page_revisits`]): a few
