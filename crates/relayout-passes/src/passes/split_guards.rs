@@ -73,26 +73,24 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
     };
-    // Only where the budget would allow peeling anyway: the slabs around the interior are
-    // peeled, and a starved budget is better spent by `band_cut` below.
-    let peel_cost = dim_to_peel(&s).map(|d| s.domain[d].len());
-    let affordable = peel_cost.is_some_and(|n| n.saturating_add(2) <= *budget as u64);
-    if let Some((d, lo, hi)) = interior(&s).filter(|_| affordable) {
-        *budget -= 2;
-        let r = s.domain[d];
-        for (a, b) in [(r.lo, lo), (lo, hi), (hi, r.hi)] {
-            if a < b {
-                split(&with_range(&s, d, a, b), budget, out);
-            }
-        }
-        return;
-    }
     let Some(d) = dim_to_peel(&s) else {
         out.push(s);
         return;
     };
     let r = s.domain[d];
     let n = usize::try_from(r.len()).unwrap_or(usize::MAX);
+    // The interior only where the budget would allow peeling anyway: the slabs around it are
+    // peeled, and a starved budget is better spent by `band_cut` below.
+    if let Some((cut, lo, hi)) = interior(&s).filter(|_| n.saturating_add(2) <= *budget) {
+        *budget -= 2;
+        let range = s.domain[cut];
+        for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
+            if a < b {
+                split(&with_range(&s, cut, a, b), budget, out);
+            }
+        }
+        return;
+    }
     if n <= *budget {
         *budget -= n;
         for v in r.lo..r.hi {
@@ -255,28 +253,16 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
         let (_, coef) = own.as_single_term()?;
         let r = simp.bounds(&rest)?;
-        // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1. In i128, so that
-        // no bound of a huge op overflows on the way.
-        let need_lo = i128::from(c.lo) - i128::from(r.lo);
-        let need_hi = i128::from(c.hi) - 1 - i128::from(r.hi);
-        let coef = i128::from(coef);
-        let (x_lo, x_hi) = if coef > 0 {
-            (div_ceil(need_lo, coef), need_hi.div_euclid(coef))
-        } else {
-            // Dividing by a negative coefficient flips both inequalities.
-            (div_ceil(need_hi, coef), need_lo.div_euclid(coef))
-        };
+        // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1.
+        let (first, end) = solve_scaled(
+            coef,
+            i128::from(c.lo) - i128::from(r.lo),
+            i128::from(c.hi) - 1 - i128::from(r.hi),
+        )?;
         let range = s.domain[d];
-        let lo = x_lo.max(i128::from(range.lo));
-        let hi = (x_hi + 1).min(i128::from(range.hi));
-        let (lo, hi) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
+        let (lo, hi) = (first.max(range.lo), end.min(range.hi));
         (hi.checked_sub(lo)? >= 2 && (lo > range.lo || hi < range.hi)).then_some((d, lo, hi))
     })
-}
-
-/// `ceil(a / b)` for `b != 0`; no overflow for operands that come from `i64`s.
-fn div_ceil(a: i128, b: i128) -> i128 {
-    -((-a).div_euclid(b))
 }
 
 /// Replaces each unguarded box-shaped fill by fills of what no later copy or fill overwrites.
