@@ -18,7 +18,10 @@
 //! moved with 16-byte vectors (an overlapping last vector covers odd lengths), by a vector
 //! loop for medium runs and by a `memcpy`/`memset` call for long runs; `accumulate` adds 16
 //! bytes at a time with vector adds for every type but f16 and bf16, which call the
-//! [`Helper`] functions that the JIT provides.
+//! [`Helper`] functions that the JIT provides. Kernels with at least [`STREAM_MIN_DST`] bytes
+//! of output write their runs of at least [`STREAM_MIN_RUN`] bytes through the streaming
+//! (non-temporal store) helpers instead, one call per innermost loop, and fence before they
+//! return.
 //!
 //! This crate has no `unsafe` and owns no executable memory: it builds
 //! [`cranelift_codegen::ir::Function`]s for a given [`TargetFrontendConfig`]. External
