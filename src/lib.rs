@@ -148,7 +148,7 @@ pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;
-pub use relayout_jit::{Element, HAS_DISASSEMBLER};
+pub use relayout_jit::{Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     OP_NAMES,
@@ -335,6 +335,17 @@ impl CompiledOp {
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
         Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
+    }
+
+    /// Runs the kernel with each statement cut as `split` says (see [`Split`]), and reports
+    /// how many pieces each statement really ran in.
+    pub fn run_split(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        split: Split,
+    ) -> Result<SplitReport, Error> {
+        Ok(self.inner.kernel.run_split(src, dst, split)?)
     }
 
     /// Runs the kernel on element slices; the element type must have the op's element size.

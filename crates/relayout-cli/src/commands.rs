@@ -141,7 +141,14 @@ pub fn conformance(dirs: &[PathBuf]) -> Result<ExitCode, String> {
         if !dir.exists() {
             return Err(format!("{} does not exist", dir.display()));
         }
-        for path in conformance::find_cases(dir) {
+        let cases = conformance::find_cases(dir);
+        if cases.is_empty() {
+            return Err(format!(
+                "{} holds no conformance case (no .json file under it)",
+                dir.display()
+            ));
+        }
+        for path in cases {
             match conformance::run_case_file(&path) {
                 Ok(()) => passed += 1,
                 Err(why) => {

@@ -30,6 +30,7 @@ fn scratch(name: &str, contents: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-errors");
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).expect("a scratch directory");
     std::fs::write(&path, contents).expect("a scratch file");
     path
 }
@@ -105,6 +106,17 @@ fn missing_files() {
     let message = expect_error(&["lower", "--case", "does/not/exist.json"], "");
     assert!(message.contains("exist.json"), "{message}");
     expect_error(&["conformance", "does/not/exist"], "");
+}
+
+#[test]
+fn a_conformance_directory_without_cases_is_an_error() {
+    // "0 passed, 0 failed" with success would hide a suite that moved or a mistyped path.
+    let dir = scratch("empty/readme.txt", "no cases here")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let message = expect_error(&["conformance", dir.to_str().unwrap()], "");
+    assert!(message.contains("no conformance case"), "{message}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use crate::module::JitCode;
 use crate::{threads, Element, JitError, RunError};
+
 use relayout_ir::LoopKernel;
 
 /// A loop kernel compiled to machine code for this machine.
@@ -37,7 +38,7 @@ impl CompiledKernel {
     /// the kernel's source and destination types; `dst` is updated in place (bytes no
     /// statement writes keep their value).
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), RunError> {
-        self.code.run(src, dst, &|_, _| 1)
+        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
     }
 
     /// [`run`](Self::run) on element slices. `T` must have the size of the kernel's element
@@ -54,7 +55,7 @@ impl CompiledKernel {
                 element_size: size,
             });
         }
-        self.code.run(src, dst, &|_, _| 1)
+        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
     }
 
     /// [`run`](Self::run) on up to `threads` threads of a process-wide pool. Statements run in
@@ -62,9 +63,84 @@ impl CompiledKernel {
     /// loop when that loop's iterations write disjoint bytes and it moves enough data to pay
     /// for the threads (small kernels run on the calling thread).
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), RunError> {
-        self.code.run(src, dst, &|work, extent| {
-            threads::pieces(threads, work, extent)
-        })
+        self.code.run(
+            src,
+            dst,
+            &|work, extent| threads::pieces(threads, work, extent),
+            &mut |_| (),
+        )
+    }
+
+    /// [`run_threaded`](Self::run_threaded) with the cut chosen by `split`, reporting how many
+    /// pieces each statement really ran in. [`Split::Pieces`] cuts every statement whose outer
+    /// iterations write disjoint bytes into that many pieces whatever its size, which is how
+    /// tests make small kernels take the threaded path and check that they did.
+    pub fn run_split(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        split: Split,
+    ) -> Result<SplitReport, RunError> {
+        let mut report = SplitReport::default();
+        self.code.run(
+            src,
+            dst,
+            &|work, extent| match split {
+                Split::Threads(threads) => threads::pieces(threads, work, extent),
+                Split::Pieces(n) => threads::exact_pieces(n, extent),
+            },
+            &mut |stmt| report.statements.push(stmt),
+        )?;
+        Ok(report)
+    }
+}
+
+/// How [`CompiledKernel::run_split`] cuts each statement's outermost loop into pieces for the
+/// thread pool. Only statements whose outer iterations write disjoint bytes are ever cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// As [`CompiledKernel::run_threaded`]: at most this many pieces, each moving enough bytes
+    /// to pay for waking a thread.
+    Threads(usize),
+    /// Exactly this many pieces (fewer only when the outer loop has fewer iterations),
+    /// however little the statement moves.
+    Pieces(usize),
+}
+
+/// What a [`CompiledKernel::run_split`] did, statement by statement in kernel order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SplitReport {
+    /// How each statement ran.
+    pub statements: Vec<StmtSplit>,
+}
+
+/// How one statement of a kernel ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StmtSplit {
+    /// Pieces it ran in (1: whole, on the calling thread).
+    pub pieces: usize,
+    /// Iterations of its outermost loop, the loop that is cut (1 without loops).
+    pub outer_extent: u64,
+    /// Whether its outer iterations write disjoint bytes, so that it may be cut at all.
+    pub disjoint: bool,
+}
+
+impl StmtSplit {
+    /// The pieces a forced split into `n` must produce for this statement: `n`, capped by
+    /// the outer loop, when the statement can be cut; 1 otherwise.
+    pub fn expected_pieces(&self, n: usize) -> usize {
+        if self.disjoint {
+            threads::exact_pieces(n, self.outer_extent)
+        } else {
+            1
+        }
+    }
+}
+
+impl SplitReport {
+    /// True when at least one statement ran in more than one piece.
+    pub fn split(&self) -> bool {
+        self.statements.iter().any(|s| s.pieces > 1)
     }
 }
 

@@ -62,5 +62,5 @@ mod random_tests;
 
 pub use element::Element;
 pub use error::{JitError, Operand, RunError};
-pub use kernel::CompiledKernel;
+pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};
 pub use listing::{machine_code_text, Listing, HAS_DISASSEMBLER};

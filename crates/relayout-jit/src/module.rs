@@ -27,7 +27,7 @@
 //! memory; no call can be running then, because every call borrows the `JitCode`.
 
 use crate::error::{Operand, RunError};
-use crate::{helpers, isa, threads, Element, JitError};
+use crate::{helpers, isa, threads, Element, JitError, StmtSplit};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::isa::TargetIsa;
@@ -95,6 +95,17 @@ struct StmtCode {
     disjoint: bool,
     /// Bytes the statement moves, saturating: how much work there is to split.
     work: u64,
+}
+
+impl StmtCode {
+    /// What a run of this statement in `pieces` pieces reports.
+    fn split(&self, pieces: usize) -> StmtSplit {
+        StmtSplit {
+            pieces,
+            outer_extent: self.extent,
+            disjoint: self.disjoint,
+        }
+    }
 }
 
 /// One kernel's machine code: one function per statement, in one JIT module.
@@ -200,12 +211,14 @@ impl JitCode {
 
     /// Runs every statement in order. Statement `i` is split into `parts(work, extent)`
     /// pieces run on the thread pool when its outer iterations write disjoint bytes; one piece
-    /// (or no pool) runs on the calling thread.
+    /// (or no pool) runs on the calling thread. `ran` is told, statement by statement, how
+    /// the statement was really run.
     pub fn run<S: Element, D: Element>(
         &self,
         src: &[S],
         dst: &mut [D],
         parts: &dyn Fn(u64, u64) -> usize,
+        ran: &mut dyn FnMut(StmtSplit),
     ) -> Result<(), RunError> {
         self.check_lengths(src, dst)?;
         let src_ptr = SharedSrc(src.as_ptr().cast::<u8>());
@@ -217,23 +230,34 @@ impl JitCode {
                 1
             };
             match threads::pool() {
-                Some(pool) if n > 1 => pool.scope(move |scope| {
-                    for range in split_even(stmt.extent, n) {
-                        scope.spawn(move |_| {
-                            // SAFETY: see the module documentation: the kernel is verified,
-                            // the lengths were checked above, `range` is inside the outer loop,
-                            // and the ranges of this scope are disjoint and the statement's
-                            // outer iterations write disjoint bytes (`stmt.disjoint`), so the
-                            // threads write disjoint parts of `dst`, which is borrowed
-                            // mutably until the scope has ended.
-                            unsafe {
-                                (stmt.entry)(src_ptr.get(), dst_ptr.get(), range.start, range.end)
-                            }
-                        });
-                    }
-                }),
-                // SAFETY: as above, on one thread over the whole outer loop.
-                _ => unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) },
+                Some(pool) if n > 1 => {
+                    pool.scope(move |scope| {
+                        for range in split_even(stmt.extent, n) {
+                            scope.spawn(move |_| {
+                                // SAFETY: see the module documentation: the kernel is verified,
+                                // the lengths were checked above, `range` is inside the outer loop,
+                                // and the ranges of this scope are disjoint and the statement's
+                                // outer iterations write disjoint bytes (`stmt.disjoint`), so the
+                                // threads write disjoint parts of `dst`, which is borrowed
+                                // mutably until the scope has ended.
+                                unsafe {
+                                    (stmt.entry)(
+                                        src_ptr.get(),
+                                        dst_ptr.get(),
+                                        range.start,
+                                        range.end,
+                                    )
+                                }
+                            });
+                        }
+                    });
+                    ran(stmt.split(split_even(stmt.extent, n).count()));
+                }
+                _ => {
+                    // SAFETY: as above, on one thread over the whole outer loop.
+                    unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) };
+                    ran(stmt.split(1));
+                }
             }
         }
         Ok(())
@@ -299,7 +323,7 @@ pub(crate) fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
 /// bytes (the run plus the reach of the inner loops), and iterations `i != j` start
 /// `|i - j| * |outer stride|` apart, so they are disjoint when the outer stride is at least
 /// the span.
-fn outer_iterations_disjoint(stmt: &LoopStmt) -> bool {
+pub(crate) fn outer_iterations_disjoint(stmt: &LoopStmt) -> bool {
     let Some((outer, inner)) = stmt.loops.split_first() else {
         return false;
     };

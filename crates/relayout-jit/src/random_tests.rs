@@ -143,12 +143,29 @@ proptest! {
         interpret_loops(&k, &src, &mut want).unwrap();
         let code = JitCode::compile(&k).unwrap();
         let mut got = dst.clone();
-        code.run(&src[..], &mut got[..], &|_, _| 1).unwrap();
+        code.run(&src[..], &mut got[..], &|_, _| 1, &mut |s| assert_eq!(s.pieces, 1)).unwrap();
         prop_assert_eq!(&got, &want, "single-threaded\n{}", k);
         for pieces in [2usize, 3, 64] {
             let mut got = dst.clone();
-            code.run(&src[..], &mut got[..], &|_, extent| pieces.min(extent as usize)).unwrap();
+            let mut ran = Vec::new();
+            code.run(
+                &src[..],
+                &mut got[..],
+                &|_, extent| pieces.min(extent as usize),
+                &mut |s| ran.push(s),
+            )
+            .unwrap();
             prop_assert_eq!(&got, &want, "{} pieces\n{}", pieces, k);
+            // Every statement ran, and one whose outer loop writes disjoint bytes ran in as
+            // many pieces as asked (capped by its outer loop).
+            prop_assert_eq!(ran.len(), k.stmts.len());
+            for (stmt, s) in k.stmts.iter().zip(&ran) {
+                let extent = stmt.loops.first().map_or(1, |l| l.extent);
+                prop_assert_eq!(s.disjoint, super::module::outer_iterations_disjoint(stmt));
+                prop_assert_eq!(s.outer_extent, extent);
+                let want = if s.disjoint { pieces.min(extent as usize).max(1) } else { 1 };
+                prop_assert_eq!(s.pieces, want, "{}", k);
+            }
         }
     }
 }

@@ -31,6 +31,12 @@ pub(crate) fn pieces(threads: usize, work: u64, extent: u64) -> usize {
     (cap as usize).max(1)
 }
 
+/// The pieces of a forced split into `n`: `n`, but no more than the outer loop has
+/// iterations, and at least one.
+pub(crate) fn exact_pieces(n: usize, extent: u64) -> usize {
+    (n as u64).min(extent).max(1) as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +48,13 @@ mod tests {
         assert_eq!(pieces(2, 64 << 20, 1000), 2);
         assert_eq!(pieces(0, 64 << 20, 1000), 1);
         assert_eq!(pieces(8, 3 * MIN_PIECE_BYTES, 1000), 3);
+    }
+
+    #[test]
+    fn forced_splits_ignore_size_but_not_the_loop() {
+        assert_eq!(exact_pieces(7, 1000), 7);
+        assert_eq!(exact_pieces(7, 3), 3);
+        assert_eq!(exact_pieces(0, 3), 1);
+        assert_eq!(exact_pieces(2, 0), 1);
     }
 }
