@@ -245,6 +245,17 @@ impl FusedOp {
         Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
     }
 
+    /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
+    /// [`CompiledOp::run_split`](crate::CompiledOp::run_split)).
+    pub fn run_split(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        split: crate::Split,
+    ) -> Result<crate::SplitReport, Error> {
+        Ok(self.inner.kernel.run_split(src, dst, split)?)
+    }
+
     /// Runs the kernel on element slices; the element type must have the kernel's element size.
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
         Ok(self.inner.kernel.run_typed(src, dst)?)

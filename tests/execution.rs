@@ -8,7 +8,7 @@ mod bodies;
 use bodies::{image_shape, random_bytes};
 use proptest::prelude::*;
 use relayout::ir::{interpret, interpret_loops, DType, TensorType};
-use relayout::{compile, DataFormat, DepthToSpaceMode, Op};
+use relayout::{compile, DataFormat, DepthToSpaceMode, Op, Split};
 
 fn dtype() -> impl Strategy<Value = DType> {
     prop::sample::select(DType::ALL.to_vec())
@@ -232,12 +232,24 @@ fn check_all_agree(op: &Op, input: &TensorType, seed: u64) {
         kernel.stages().loops
     );
 
-    let mut threaded = random_bytes(out_len, seed ^ 4);
-    kernel.run_threaded(&src, &mut threaded, 2).unwrap();
-    assert_eq!(
-        threaded, reference,
-        "JIT on 2 threads vs reference for {op:?} on {input}"
-    );
+    for pieces in [2, 3, 7] {
+        let mut threaded = random_bytes(out_len, seed ^ 4);
+        let report = kernel
+            .run_split(&src, &mut threaded, Split::Pieces(pieces))
+            .unwrap();
+        for s in &report.statements {
+            assert_eq!(
+                s.pieces,
+                s.expected_pieces(pieces),
+                "{op:?} on {input} did not split into {pieces}: {s:?}\n{}",
+                kernel.stages().loops
+            );
+        }
+        assert_eq!(
+            threaded, reference,
+            "JIT in {pieces} pieces vs reference for {op:?} on {input}"
+        );
+    }
 }
 
 proptest! {

@@ -37,9 +37,20 @@ fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
         "{ops:?} on {input}\nfused kernel:\n{}",
         fused.stages().lowered
     );
-    let mut threaded = vec![0xAB; got.len()];
-    fused.run_threaded(&src, &mut threaded, 2).unwrap();
-    assert_eq!(threaded, want, "{ops:?} on {input}, two threads");
+    for pieces in [2, 3, 7] {
+        let mut threaded = rng.bytes(got.len());
+        let report = fused
+            .run_split(&src, &mut threaded, relayout::Split::Pieces(pieces))
+            .unwrap();
+        for s in &report.statements {
+            assert_eq!(
+                s.pieces,
+                s.expected_pieces(pieces),
+                "{ops:?} on {input}: {s:?}"
+            );
+        }
+        assert_eq!(threaded, want, "{ops:?} on {input}, {pieces} pieces");
+    }
     fused.movement()
 }
 

@@ -619,24 +619,38 @@ pub fn same_result(ty: &TensorType, want: &[u8], got: &[u8]) -> bool {
     relayout::conformance::compare(ty, want, got, None).is_ok()
 }
 
+/// The piece counts every threaded check forces: 1 is the calling thread.
+pub const PIECES: [usize; 4] = [1, 2, 3, 7];
+
+/// Asserts that a run forced into `pieces` cut every statement that can be cut into exactly
+/// that many pieces (fewer only where its outer loop is shorter).
+pub fn assert_split(report: &relayout::SplitReport, pieces: usize, what: &dyn std::fmt::Display) {
+    for (i, s) in report.statements.iter().enumerate() {
+        assert_eq!(
+            s.pieces,
+            s.expected_pieces(pieces),
+            "statement {i} of {what} did not split into {pieces} pieces: {s:?}"
+        );
+    }
+}
+
 /// Compiles a verified loop kernel and runs it with both buffers against a guard page, at the
-/// end and then at the start, on one thread and on two: every run must give `want`.
+/// end and then at the start, whole and forced into 2, 3 and 7 pieces on the thread pool:
+/// every run must give `want`.
 pub fn check_jit(k: &LoopKernel, src: &[u8], dst_init: Vec<u8>, want: &[u8]) {
     let compiled = relayout_jit::CompiledKernel::compile(k)
         .unwrap_or_else(|e| panic!("a verified loop kernel did not compile: {e}\n{k}"));
     for guard in Guard::BOTH {
-        for threads in [1, 2] {
+        for pieces in PIECES {
             let src = GuardedBuf::from_bytes(src, guard);
             let mut dst = GuardedBuf::from_bytes(&dst_init, guard);
-            if threads == 1 {
-                compiled.run(&src, &mut dst)
-            } else {
-                compiled.run_threaded(&src, &mut dst, threads)
-            }
-            .unwrap_or_else(|e| panic!("{e}"));
+            let report = compiled
+                .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_split(&report, pieces, k);
             assert!(
                 same_result(&k.dst, want, &dst),
-                "JIT ({threads} threads, guard at {guard:?}) differs from the interpreter on\n{k}"
+                "JIT ({pieces} pieces, guard at {guard:?}) differs from the interpreter on\n{k}"
             );
         }
     }
@@ -1107,18 +1121,16 @@ pub fn differential(op: &Op, input: &TensorType, seed: u64) {
     );
 
     for guard in Guard::BOTH {
-        for threads in [1, 2] {
+        for pieces in PIECES {
             let src = GuardedBuf::from_bytes(&src, guard);
             let mut dst = GuardedBuf::from_bytes(&random_bytes(out_len, seed ^ 3), guard);
-            if threads == 1 {
-                kernel.run(&src, &mut dst)
-            } else {
-                kernel.run_threaded(&src, &mut dst, threads)
-            }
-            .unwrap_or_else(|e| panic!("{e}"));
+            let report = kernel
+                .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_split(&report, pieces, &stages.loops);
             assert!(
                 dst[..] == reference[..],
-                "JIT ({threads} threads, guard at {guard:?}) vs reference for {op:?} on \
+                "JIT ({pieces} pieces, guard at {guard:?}) vs reference for {op:?} on \
                  {input}\n{}",
                 stages.loops
             );

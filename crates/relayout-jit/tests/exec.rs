@@ -2,7 +2,7 @@
 //! bit for bit, on one thread and on several.
 
 use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
-use relayout_jit::CompiledKernel;
+use relayout_jit::{CompiledKernel, Split};
 
 mod support;
 use support::{bytes, lp};
@@ -43,12 +43,15 @@ fn check_with(k: &LoopKernel, src: &[u8], dst: &[u8]) {
     let mut got = dst.to_vec();
     compiled.run(src, &mut got).expect("run");
     assert_bytes_eq(k, &got, &want, "run");
-    for threads in [2, 3] {
+    for pieces in [2, 3, 7] {
         let mut got = dst.to_vec();
-        compiled
-            .run_threaded(src, &mut got, threads)
-            .expect("run_threaded");
-        assert_bytes_eq(k, &got, &want, "run_threaded");
+        let report = compiled
+            .run_split(src, &mut got, Split::Pieces(pieces))
+            .expect("run_split");
+        for s in &report.statements {
+            assert_eq!(s.pieces, s.expected_pieces(pieces), "{s:?}\n{k}");
+        }
+        assert_bytes_eq(k, &got, &want, &format!("{pieces} pieces"));
     }
 }
 

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use relayout_ir::{interpret_loops, DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
-use relayout_jit::CompiledKernel;
+use relayout_jit::{CompiledKernel, Split};
 
 mod support;
 use support::{
@@ -47,20 +47,21 @@ fn mismatch(k: &LoopKernel, threads: usize) -> Option<String> {
     interpret_loops(k, &src, &mut want).unwrap();
     let compiled = CompiledKernel::compile(k).unwrap_or_else(|e| panic!("compile: {e}\n{k}"));
     let mut got = dst.clone();
-    if threads == 1 {
-        compiled.run(&src, &mut got).unwrap();
-    } else {
-        compiled.run_threaded(&src, &mut got, threads).unwrap();
+    let report = compiled
+        .run_split(&src, &mut got, Split::Pieces(threads))
+        .unwrap();
+    for s in &report.statements {
+        assert_eq!(s.pieces, s.expected_pieces(threads), "{s:?}\n{k}");
     }
     let i = got.iter().zip(&want).position(|(a, b)| a != b)?;
     Some(format!(
-        "{threads} threads: byte {i} is {:#04x}, the interpreter says {:#04x}\n{k}",
+        "{threads} pieces: byte {i} is {:#04x}, the interpreter says {:#04x}\n{k}",
         got[i], want[i]
     ))
 }
 
 fn check(k: &LoopKernel) {
-    for threads in [1, 2, 3] {
+    for threads in [1, 2, 3, 7] {
         if let Some(m) = mismatch(k, threads) {
             panic!("{m}");
         }
@@ -249,7 +250,7 @@ proptest! {
             span *= extent as i64;
         }
         let k = kernel(dtype, run, loops, slack);
-        for threads in [1, 2, 3] {
+        for threads in [1, 2, 3, 7] {
             let m = mismatch(&k, threads);
             prop_assert!(m.is_none(), "{}", m.unwrap_or_default());
         }
