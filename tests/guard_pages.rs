@@ -1,5 +1,5 @@
 //! Every kernel we can think of, run with its source and destination flush against an
-//! inaccessible page (tests/support/guarded.rs): first at the end of each buffer, then at the
+//! inaccessible zone (tests/support/guarded.rs): first at the end of each buffer, then at the
 //! start. A generated load or store one byte outside either buffer kills the test binary with
 //! SIGSEGV instead of passing unnoticed, as it would in an ordinary Vec with spare capacity or
 //! a neighbour behind it. The last two tests prove that the guard does catch such an access.
@@ -284,7 +284,9 @@ fn random_tight_loop_kernels_in_guarded_buffers() {
 // must die of SIGSEGV.
 
 /// What the child test does, from this environment variable: `end` and `start` write just
-/// outside the buffer, `inside` writes its last byte (and must survive).
+/// outside the buffer, `far-end` and `far-start` one stride plus one run of the largest
+/// possible kernel (two buffer lengths) outside it, `inside` writes its last byte (and must
+/// survive).
 const CHILD_ENV: &str = "RELAYOUT_GUARD_CHILD";
 
 /// Not a test of its own: the body of the child process of `the_guard_catches_overruns`.
@@ -295,16 +297,19 @@ fn guard_child() {
         return;
     };
     let guard = match mode.as_str() {
-        "start" => Guard::Start,
+        "start" | "far-start" => Guard::Start,
         _ => Guard::End,
     };
-    let mut buf = GuardedBuf::new(100, guard);
+    // Larger than a page, so that `far-*` jumps a single guard page.
+    const LEN: usize = 10_000;
+    let mut buf = GuardedBuf::new(LEN, guard);
     if mode == "inside" {
-        buf[99] = 1;
+        buf[LEN - 1] = 1;
         buf[0] = 1;
         return;
     }
-    buf.poke_outside();
+    let distance = if mode.starts_with("far") { 2 * LEN } else { 1 };
+    buf.poke_outside(distance);
     panic!("the write outside the buffer did not fault");
 }
 
@@ -334,12 +339,12 @@ fn the_guard_catches_overruns_and_underruns() {
         inside.success(),
         "writing inside the buffer failed: {inside:?}"
     );
-    for mode in ["end", "start"] {
+    for mode in ["end", "start", "far-end", "far-start"] {
         let status = run_child(mode);
         assert_eq!(
             status.signal(),
             Some(SIGSEGV),
-            "a write just outside a buffer guarded at the {mode} was not caught: {status:?}"
+            "a write outside a buffer guarded at the {mode} was not caught: {status:?}"
         );
     }
 }

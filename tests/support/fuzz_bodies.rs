@@ -499,6 +499,20 @@ fn print_any(k: &AnyKernel) -> String {
 /// to text that parses back to the same kernel, and a kernel that also verifies goes through
 /// the default pipeline (as `relayout opt` runs it) and the JIT with the interpreter's result.
 pub fn parse_ir(text: &str) {
+    parse_ir_checked(text, Refusal::Allowed);
+}
+
+/// Whether the default pipeline may refuse a kernel that verifies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// Arbitrary IR: a pass may give up on what it cannot handle (never with IR that fails
+    /// verification).
+    Allowed,
+    /// IR that a valid op lowered to: the pipeline compiles it, so it must compile it again.
+    Forbidden,
+}
+
+fn parse_ir_checked(text: &str, refusal: Refusal) {
     match parse_any(text) {
         Err(e) => {
             // Positions are 1-based and inside the text (or just after its last line).
@@ -520,7 +534,7 @@ pub fn parse_ir(text: &str) {
                 again, kernel,
                 "print then parse changed the kernel:\n{printed}"
             );
-            check_parsed_kernel(&kernel);
+            check_parsed_kernel(&kernel, refusal);
         }
     }
     // `relayout opt` on the same text must answer with a result or an error message.
@@ -545,10 +559,17 @@ fn order_sensitive(dtype: DType, accumulates: bool) -> bool {
 
 /// A parsed kernel that verifies: the default pipeline preserves its meaning, and its machine
 /// code (run in guarded buffers) does what the interpreter does.
-fn check_parsed_kernel(kernel: &AnyKernel) {
+fn check_parsed_kernel(kernel: &AnyKernel, refusal: Refusal) {
     match kernel {
         AnyKernel::Index(k) => {
-            if verify_kernel(k).is_err() || !small_types(&k.src, &k.dst) {
+            if let Err(e) = verify_kernel(k) {
+                assert!(
+                    refusal == Refusal::Allowed,
+                    "IR lowered from a valid op fails verification: {e}\n{k}"
+                );
+                return;
+            }
+            if !small_types(&k.src, &k.dst) {
                 return;
             }
             let points: u64 = k
@@ -572,6 +593,11 @@ fn check_parsed_kernel(kernel: &AnyKernel) {
                         !matches!(e, relayout_passes::PassError::Verification { .. }),
                         "a pass broke a verified kernel: {message}\n{k}"
                     );
+                    assert!(
+                        refusal == Refusal::Allowed,
+                        "the pipeline refused IR that it produced for a valid op: \
+                         {message}\n{k}"
+                    );
                     return;
                 }
             };
@@ -591,7 +617,14 @@ fn check_parsed_kernel(kernel: &AnyKernel) {
             check_jit(&loops, &src, random_bytes(byte_len(&k.dst), 2), &want);
         }
         AnyKernel::Loops(k) => {
-            if verify_loop_kernel(k).is_err() || !small_types(&k.src, &k.dst) {
+            if let Err(e) = verify_loop_kernel(k) {
+                assert!(
+                    refusal == Refusal::Allowed,
+                    "IR lowered from a valid op fails verification: {e}\n{k}"
+                );
+                return;
+            }
+            if !small_types(&k.src, &k.dst) {
                 return;
             }
             let points = k
@@ -751,8 +784,9 @@ pub fn parse_mutated_bytes(data: &[u8]) {
         1 => stages.optimized.to_string(),
         _ => stages.loops.to_string(),
     };
-    // The unmutated text must parse back to the stage: the printer's round trip.
-    parse_ir(&text);
+    // The unmutated text must parse back to the stage (the printer's round trip) and go
+    // through the pipeline and the JIT again.
+    parse_ir_checked(&text, Refusal::Forbidden);
     parse_ir(&mutate_text(&text, &mut inp));
 }
 

@@ -1,12 +1,17 @@
-//! Buffers that sit flush against an inaccessible page, so that an access one byte past either
-//! end of a kernel's source or destination faults at once instead of silently reading or
-//! corrupting a neighbour's memory.
+//! Buffers that sit flush against an inaccessible zone, so that an access past either end of a
+//! kernel's source or destination faults at once instead of silently reading or corrupting a
+//! neighbour's memory.
 //!
 //! ```text
-//! Guard::End:    [ slack ..... | data (len bytes) ][ PROT_NONE page ]
-//! Guard::Start:  [ PROT_NONE page ][ data (len bytes) | slack ..... ]
+//! Guard::End:    [ slack ..... | data (len bytes) ][ PROT_NONE zone ]
+//! Guard::Start:  [ PROT_NONE zone ][ data (len bytes) | slack ..... ]
 //! ```
 //!
+//! The zone is not one page but [`guard_len`]`(len)` bytes: a kernel under test moves runs of
+//! at most `len` bytes with strides of at most `len` bytes (a larger stride on a loop of two
+//! or more iterations would leave the buffer on its second iteration), so a wrong offset of
+//! one stride plus one run lands at most `2 * len` bytes past the end, which a single 4 KiB
+//! page would not catch once `len` passes 2 KiB. The zone costs address space, not memory.
 //! The slack is at most a page minus one byte and stays readable; a test that wants both ends
 //! covered runs once with each guard. This is the technique of Electric Fence and of
 //! glibc's `MALLOC_CHECK_`-less page-heap debuggers, made small: one `mmap` per buffer.
@@ -67,7 +72,20 @@ pub fn page_size() -> usize {
         .expect("sysconf(_SC_PAGESIZE) returned a page size")
 }
 
-/// `len` bytes of zeroed, readable and writable memory with an inaccessible page at one end.
+/// The width of the inaccessible zone next to a buffer of `len` bytes: whole pages covering
+/// the largest stride plus the longest run a kernel on that buffer can use (`2 * len`), plus
+/// 64 KiB for the widest vector or unrolled block.
+pub fn guard_len(len: usize) -> usize {
+    let page = page_size();
+    len.checked_mul(2)
+        .and_then(|n| n.checked_add(64 << 10))
+        .expect("guard zone size overflows")
+        .div_ceil(page)
+        * page
+}
+
+/// `len` bytes of zeroed, readable and writable memory with an inaccessible zone of
+/// [`guard_len`]`(len)` bytes at one end.
 pub struct GuardedBuf {
     /// Start of the whole mapping (data pages and guard page).
     map: NonNull<u8>,
@@ -91,8 +109,9 @@ impl GuardedBuf {
     pub fn new(len: usize, guard: Guard) -> GuardedBuf {
         let page = page_size();
         let data_pages = len.div_ceil(page).max(1);
-        let map_len = (data_pages + 1)
-            .checked_mul(page)
+        let zone = guard_len(len);
+        let map_len = (data_pages * page)
+            .checked_add(zone)
             .expect("guarded buffer size overflows");
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches no
         // existing memory. The result is checked against MAP_FAILED before use.
@@ -114,20 +133,20 @@ impl GuardedBuf {
         let map = map.cast::<u8>();
         let (guard_offset, data_offset) = match guard {
             Guard::End => (data_pages * page, data_pages * page - len),
-            Guard::Start => (0, page),
+            Guard::Start => (0, zone),
         };
-        // SAFETY: both offsets are inside the `map_len`-byte mapping just created (the guard
-        // page is one whole page of it, page-aligned because `map` is), and the mapping is
-        // ours alone. Removing all access from that page affects nothing else.
-        let rc = unsafe { mprotect(map.add(guard_offset).cast(), page, PROT_NONE) };
+        // SAFETY: the zone `guard_offset..guard_offset + zone` is inside the `map_len`-byte
+        // mapping just created (whole pages of it, page-aligned because `map` is), and the
+        // mapping is ours alone. Removing all access from it affects nothing else.
+        let rc = unsafe { mprotect(map.add(guard_offset).cast(), zone, PROT_NONE) };
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             // SAFETY: unmapping the mapping created above, which nothing else refers to.
             unsafe { munmap(map.cast(), map_len) };
-            panic!("mprotect of the guard page failed: {err}");
+            panic!("mprotect of the guard zone failed: {err}");
         }
-        // SAFETY (pointer arithmetic only): `data_offset + len` is at most the guard page's
-        // offset, so the data lies inside the mapping.
+        // SAFETY (pointer arithmetic only): `data_offset + len` is at most the guard zone's
+        // offset (End) or at most `map_len` (Start), so the data lies inside the mapping.
         let data = unsafe { map.add(data_offset) };
         GuardedBuf {
             map: NonNull::new(map).expect("mmap returned a non-null pointer"),
@@ -149,19 +168,23 @@ impl GuardedBuf {
         self.guard
     }
 
-    /// Writes one byte just outside the buffer, on the guard page: the process dies of SIGSEGV.
-    /// Used only by the test that proves the guard works; `Guard::End` writes the byte after
-    /// the last, `Guard::Start` the byte before the first.
-    pub fn poke_outside(&mut self) {
+    /// Writes one byte `distance` bytes outside the buffer (1: just outside), inside the guard
+    /// zone: the process dies of SIGSEGV. Used only by the test that proves the guard works;
+    /// `Guard::End` writes after the last byte, `Guard::Start` before the first.
+    pub fn poke_outside(&mut self, distance: usize) {
+        assert!(
+            (1..=guard_len(self.len)).contains(&distance),
+            "{distance} bytes out is not in the guard zone"
+        );
         let target = match self.guard {
-            // SAFETY (pointer arithmetic only): one past the end of the data is at most the
-            // first byte of the guard page, inside the mapping.
-            Guard::End => unsafe { self.data.as_ptr().add(self.len) },
-            // SAFETY (pointer arithmetic only): the data starts one page into the mapping, so
-            // the byte before it is the last byte of the guard page.
-            Guard::Start => unsafe { self.data.as_ptr().sub(1) },
+            // SAFETY (pointer arithmetic only): the guard zone of `guard_len(len)` bytes
+            // starts one past the end of the data, so this is inside the mapping.
+            Guard::End => unsafe { self.data.as_ptr().add(self.len + distance - 1) },
+            // SAFETY (pointer arithmetic only): the data starts right after the guard zone, so
+            // `distance` bytes before it is inside the zone.
+            Guard::Start => unsafe { self.data.as_ptr().sub(distance) },
         };
-        // SAFETY: deliberately not safe: `target` is on the PROT_NONE guard page, so this
+        // SAFETY: deliberately not safe: `target` is on the PROT_NONE guard zone, so this
         // volatile store faults before any memory changes, and the process is killed by
         // SIGSEGV. Volatile keeps the compiler from removing or reordering the store. Only a
         // child process spawned for that purpose calls this.

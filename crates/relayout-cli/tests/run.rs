@@ -154,18 +154,37 @@ fn every_numpy_dtype_goes_through() {
         ("<c8", "complex<f32>", 8),
         ("<c16", "complex<f64>", 16),
     ] {
-        let data: Vec<u8> = (0..4 * size).map(|i| (i % 2) as u8).collect();
+        // Eight elements, each of distinct bytes (booleans: a 0/1 pattern that the
+        // permutation below changes), so a wrong order or a dropped byte shows.
+        const BOOLS: [u8; 8] = [1, 0, 0, 0, 1, 1, 0, 1];
+        let element = |e: usize| -> Vec<u8> {
+            if descr == "|b1" {
+                vec![BOOLS[e]]
+            } else {
+                (0..size).map(|k| (e * size + k + 1) as u8).collect()
+            }
+        };
+        let data: Vec<u8> = (0..8).flat_map(element).collect();
         let x = dir.path("x.npy");
         let y = dir.path("y.npy");
-        std::fs::write(&x, npy(descr, false, &[1, 2, 2, 1], &data)).unwrap();
-        let op = format!("SpaceToDepth {{block_size = 2}} : tensor<1x2x2x1x{mlir}>");
+        std::fs::write(&x, npy(descr, false, &[1, 2, 4, 1], &data)).unwrap();
+        let op = format!("SpaceToDepth {{block_size = 2}} : tensor<1x2x4x1x{mlir}>");
         let out = run_op(&op, &x, &y);
         assert!(out.status.success(), "{descr}: {}", stderr(&out));
         let (header, got) = parse_npy(&std::fs::read(&y).unwrap());
         assert!(header.contains(&format!("'descr': '{descr}'")), "{header}");
-        assert_eq!(shape_of(&header), [1, 1, 1, 4], "{header}");
-        // A 2x2 image into one pixel of depth 4 keeps the order of the bytes.
-        assert_eq!(got, data, "{descr}");
+        assert_eq!(shape_of(&header), [1, 1, 2, 4], "{header}");
+        // Output pixel j holds the 2x2 block of columns 2j and 2j+1: elements (h, w) = (0,
+        // 2j), (0, 2j+1), (1, 2j), (1, 2j+1) of the 2x4 image.
+        let want: Vec<u8> = [0, 1, 4, 5, 2, 3, 6, 7]
+            .into_iter()
+            .flat_map(element)
+            .collect();
+        assert_ne!(
+            want, data,
+            "{descr}: the test data must not be permutation-invariant"
+        );
+        assert_eq!(got, want, "{descr}");
     }
 }
 
