@@ -1242,6 +1242,7 @@ pub fn tight_loop_kernel(inp: &mut Input) -> LoopKernel {
     // Round the sizes up to whole elements (unaligned strides can end mid-element).
     let elems = |end: i64| (end + e - 1) / e;
     LoopKernel {
+        bands: Vec::new(),
         name: "tight".into(),
         src: TensorType::new(dtype, [elems(src_end) as u64]),
         dst: TensorType::new(dtype, [elems(dst_end) as u64]),

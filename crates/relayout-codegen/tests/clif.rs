@@ -6,6 +6,7 @@ use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
 
 fn kernel(dtype: DType, action: LoopAction, bytes: u64, loops: Vec<Loop>) -> LoopKernel {
     LoopKernel {
+        bands: Vec::new(),
         name: "k".into(),
         src: TensorType::new(dtype, [1 << 20]),
         dst: TensorType::new(dtype, [1 << 20]),

@@ -2,7 +2,7 @@
 //! with every index checked. It is deliberately simple, because it is the oracle that every
 //! pass and the generated code are compared against.
 
-use crate::{Action, Kernel, LoopAction, LoopKernel, Stmt};
+use crate::{Action, Kernel, LoopAction, LoopKernel, Stmt, Unit};
 
 /// Why a kernel could not be interpreted: a buffer of the wrong length, an index outside its
 /// tensor, or arithmetic that overflows. A verified kernel never produces the last two.
@@ -141,83 +141,144 @@ fn for_each_point(
     }
 }
 
-/// Runs a loop kernel on byte buffers, checking every run against its buffer.
+/// Runs a loop kernel on byte buffers, checking every run against its buffer. A band runs
+/// its shared loops once and, at each of their iterations, every member's inner loops in
+/// statement order.
 pub fn interpret_loops(kernel: &LoopKernel, src: &[u8], dst: &mut [u8]) -> Result<(), InterpError> {
     check_lengths(&kernel.src, &kernel.dst, src, dst)?;
-    let dtype = kernel.dtype();
-    let esize = dtype.size() as usize;
-    for (si, stmt) in kernel.stmts.iter().enumerate() {
-        let bytes = usize::try_from(stmt.bytes)
-            .map_err(|_| err(format!("statement {si}: run of {} bytes", stmt.bytes)))?;
-        if bytes == 0 || bytes % esize != 0 {
-            return Err(err(format!("statement {si}: run of {bytes} bytes is not a positive multiple of the element size {esize}")));
-        }
-        if stmt.loops.iter().any(|l| l.extent == 0) {
-            continue;
-        }
-        let mut counters = vec![0u64; stmt.loops.len()];
-        loop {
-            let offset = |base: i64, stride: &dyn Fn(usize) -> i64| -> Option<i64> {
-                counters.iter().enumerate().try_fold(base, |acc, (i, &c)| {
-                    acc.checked_add(stride(i).checked_mul(c as i64)?)
-                })
-            };
-            let range = |off: Option<i64>,
-                         len: usize,
-                         what: &str|
-             -> Result<std::ops::Range<usize>, InterpError> {
-                off.and_then(|o| usize::try_from(o).ok())
-                    .filter(|&o| o.checked_add(bytes).is_some_and(|end| end <= len))
-                    .map(|o| o..o + bytes)
-                    .ok_or_else(|| err(format!("statement {si}: {what} run at {off:?} of {bytes} bytes leaves its {len}-byte buffer at {counters:?}")))
-            };
-            let d = range(
-                offset(stmt.dst_offset, &|i| stmt.loops[i].dst_stride),
-                dst.len(),
-                "destination",
-            )?;
-            match stmt.action {
-                LoopAction::Fill => dst[d].fill(0),
-                LoopAction::Copy => {
-                    let s = range(
-                        offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
-                        src.len(),
-                        "source",
-                    )?;
-                    dst[d].copy_from_slice(&src[s]);
-                }
-                LoopAction::Accumulate => {
-                    let s = range(
-                        offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
-                        src.len(),
-                        "source",
-                    )?;
-                    for (a, x) in dst[d]
-                        .chunks_exact_mut(esize)
-                        .zip(src[s].chunks_exact(esize))
-                    {
-                        dtype.add_assign(a, x);
+    for unit in kernel.units() {
+        match unit {
+            Unit::Stmt(si) => run_loop_stmt(kernel, si, &[], src, dst)?,
+            Unit::Band(band) => {
+                let members = kernel
+                    .stmts
+                    .get(band.members())
+                    .ok_or_else(|| err(format!("band {band:?} leaves the kernel")))?;
+                let shared: Vec<u64> = members[0]
+                    .loops
+                    .get(..band.depth)
+                    .ok_or_else(|| err(format!("band {band:?} is deeper than its first member")))?
+                    .iter()
+                    .map(|l| l.extent)
+                    .collect();
+                let mut outer = Vec::with_capacity(band.depth);
+                for_each_counter(&shared, &mut outer, &mut |outer| {
+                    for si in band.members() {
+                        run_loop_stmt(kernel, si, outer, src, dst)?;
                     }
-                }
-            }
-            let mut k = counters.len();
-            loop {
-                if k == 0 {
-                    break;
-                }
-                k -= 1;
-                counters[k] += 1;
-                if counters[k] < stmt.loops[k].extent {
-                    break;
-                }
-                counters[k] = 0;
-            }
-            if k == 0 && counters.iter().all(|&c| c == 0) {
-                break;
+                    Ok(())
+                })?;
             }
         }
     }
     Ok(())
+}
+
+/// Calls `f` with `counters` set to every point of `extents` in row-major order (none when an
+/// extent is 0).
+fn for_each_counter(
+    extents: &[u64],
+    counters: &mut Vec<u64>,
+    f: &mut dyn FnMut(&[u64]) -> Result<(), InterpError>,
+) -> Result<(), InterpError> {
+    if extents.contains(&0) {
+        return Ok(());
+    }
+    counters.clear();
+    counters.resize(extents.len(), 0);
+    loop {
+        f(counters)?;
+        let mut k = counters.len();
+        loop {
+            if k == 0 {
+                return Ok(());
+            }
+            k -= 1;
+            counters[k] += 1;
+            if counters[k] < extents[k] {
+                break;
+            }
+            counters[k] = 0;
+        }
+    }
+}
+
+/// Runs statement `si` with its outermost loops fixed at `outer` (all of its loops when
+/// `outer` is empty), checking every run against its buffer.
+fn run_loop_stmt(
+    kernel: &LoopKernel,
+    si: usize,
+    outer: &[u64],
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<(), InterpError> {
+    let stmt = &kernel.stmts[si];
+    let dtype = kernel.dtype();
+    let esize = dtype.size() as usize;
+    let bytes = usize::try_from(stmt.bytes)
+        .map_err(|_| err(format!("statement {si}: run of {} bytes", stmt.bytes)))?;
+    if bytes == 0 || bytes % esize != 0 {
+        return Err(err(format!("statement {si}: run of {bytes} bytes is not a positive multiple of the element size {esize}")));
+    }
+    let inner: Vec<u64> = stmt
+        .loops
+        .get(outer.len()..)
+        .ok_or_else(|| err(format!("statement {si}: fewer loops than its band")))?
+        .iter()
+        .map(|l| l.extent)
+        .collect();
+    let mut counters = Vec::new();
+    let mut all = Vec::with_capacity(stmt.loops.len());
+    for_each_counter(&inner, &mut counters, &mut |inner| {
+        all.clear();
+        all.extend_from_slice(outer);
+        all.extend_from_slice(inner);
+        let counters = &all;
+        let offset = |base: i64, stride: &dyn Fn(usize) -> i64| -> Option<i64> {
+            counters.iter().enumerate().try_fold(base, |acc, (i, &c)| {
+                acc.checked_add(stride(i).checked_mul(c as i64)?)
+            })
+        };
+        let range = |off: Option<i64>,
+                     len: usize,
+                     what: &str|
+         -> Result<std::ops::Range<usize>, InterpError> {
+            off.and_then(|o| usize::try_from(o).ok())
+                .filter(|&o| o.checked_add(bytes).is_some_and(|end| end <= len))
+                .map(|o| o..o + bytes)
+                .ok_or_else(|| err(format!("statement {si}: {what} run at {off:?} of {bytes} bytes leaves its {len}-byte buffer at {counters:?}")))
+        };
+        let d = range(
+            offset(stmt.dst_offset, &|i| stmt.loops[i].dst_stride),
+            dst.len(),
+            "destination",
+        )?;
+        match stmt.action {
+            LoopAction::Fill => dst[d].fill(0),
+            LoopAction::Copy => {
+                let s = range(
+                    offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
+                    src.len(),
+                    "source",
+                )?;
+                dst[d].copy_from_slice(&src[s]);
+            }
+            LoopAction::Accumulate => {
+                let s = range(
+                    offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
+                    src.len(),
+                    "source",
+                )?;
+                for (a, x) in dst[d]
+                    .chunks_exact_mut(esize)
+                    .zip(src[s].chunks_exact(esize))
+                {
+                    dtype.add_assign(a, x);
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -260,6 +321,7 @@ mod tests {
     #[test]
     fn loop_kernel_transposes_and_rejects_out_of_bounds() {
         let mut k = LoopKernel {
+            bands: Vec::new(),
             name: "t".into(),
             src: TensorType::new(DType::U8, [2, 3]),
             dst: TensorType::new(DType::U8, [3, 2]),
@@ -292,6 +354,7 @@ mod tests {
     #[test]
     fn loop_accumulate_adds_elements() {
         let k = LoopKernel {
+            bands: Vec::new(),
             name: "acc".into(),
             src: TensorType::new(DType::I16, [2]),
             dst: TensorType::new(DType::I16, [2]),

@@ -28,6 +28,7 @@ mod index_map;
 mod loops;
 mod tensor;
 
+pub mod dependence;
 pub mod interp;
 pub mod parse;
 pub mod print;
@@ -37,7 +38,7 @@ pub use affine::{AffineExpr, Interval};
 pub use dtype::DType;
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
-pub use loops::{Loop, LoopAction, LoopKernel, LoopStmt};
+pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit};
 pub use parse::{parse_any, parse_kernel, parse_loop_kernel, AnyKernel, ParseError};
 pub use tensor::{SizeOverflow, TensorType};
 pub use verify::{verify_kernel, verify_loop_kernel, VerifyError};

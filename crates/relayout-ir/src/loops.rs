@@ -6,6 +6,14 @@
 //! copy 16 bytes %dst[0 + 64 * i0 + 16 * i1] = %src[0 + 32 * i0 + 16 * i1]
 //!   for i0 in 0 to 4, i1 in 0 to 2
 //! ```
+//!
+//! Consecutive statements whose outer loops are the same may be *fused* into a [`Band`]: the
+//! band's loops run once, and at each of their iterations every member statement runs its own
+//! inner loops, in statement order. So one sweep over the outer loops does the work of all
+//! members (Col2Im's fill and its accumulations meet each output plane while it is in
+//! cache). The verifier only accepts a band whose iterations touch disjoint destination
+//! bytes, so a fused kernel always computes exactly what its unfused statements compute, in
+//! the same order per element; dropping the bands is always correct.
 
 use crate::{DType, TensorType};
 
@@ -68,6 +76,25 @@ impl LoopStmt {
     }
 }
 
+/// Statements `first .. first + len` of a kernel fused over their `depth` outermost loops,
+/// which all of them share (same extents, same destination strides): see the module docs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Band {
+    /// Index of the first member statement.
+    pub first: usize,
+    /// Number of member statements (at least 2).
+    pub len: usize,
+    /// Number of shared outer loops (at least 1).
+    pub depth: usize,
+}
+
+impl Band {
+    /// The indices of the member statements.
+    pub fn members(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.len
+    }
+}
+
 /// A loop kernel: `dst` is fully defined by running `stmts` in order.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LoopKernel {
@@ -79,11 +106,54 @@ pub struct LoopKernel {
     pub dst: TensorType,
     /// The statements, run in order; a later one overwrites what an earlier one wrote.
     pub stmts: Vec<LoopStmt>,
+    /// Fused groups of consecutive statements, in statement order and not overlapping;
+    /// statements in no band run alone. Empty for an unfused kernel.
+    pub bands: Vec<Band>,
+}
+
+/// One unit of a kernel's schedule: a statement alone or a band of fused statements.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Unit {
+    /// Statement `i`, run alone.
+    Stmt(usize),
+    /// A band.
+    Band(Band),
 }
 
 impl LoopKernel {
     /// The element type (source and destination always share it).
     pub fn dtype(&self) -> DType {
         self.dst.dtype
+    }
+
+    /// The statements and bands in the order they run. Assumes well-formed bands (in order,
+    /// not overlapping, inside `stmts`), which the parser and the verifier check.
+    pub fn units(&self) -> Vec<Unit> {
+        let mut units = Vec::with_capacity(self.stmts.len());
+        let mut bands = self.bands.iter().peekable();
+        let mut i = 0;
+        while i < self.stmts.len() {
+            match bands.peek() {
+                Some(b) if b.first == i => {
+                    units.push(Unit::Band(**b));
+                    i += b.len.max(1);
+                    bands.next();
+                }
+                _ => {
+                    units.push(Unit::Stmt(i));
+                    i += 1;
+                }
+            }
+        }
+        units
+    }
+
+    /// The same kernel without bands: every statement runs alone. Always computes the same
+    /// result as `self` when `self` verifies.
+    pub fn unfused(&self) -> LoopKernel {
+        LoopKernel {
+            bands: Vec::new(),
+            ..self.clone()
+        }
     }
 }

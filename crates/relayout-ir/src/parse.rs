@@ -28,7 +28,7 @@
 //! [`MAX_EXPR_DEPTH`] are errors.
 
 use crate::{
-    Action, AffineExpr, Constraint, DType, DimRange, Kernel, Loop, LoopAction, LoopKernel,
+    Action, AffineExpr, Band, Constraint, DType, DimRange, Kernel, Loop, LoopAction, LoopKernel,
     LoopStmt, Stmt, TensorType,
 };
 use std::fmt::Write;
@@ -590,12 +590,77 @@ impl<'a> Parser<'a> {
 
     fn loop_kernel(&mut self) -> Result<LoopKernel, ParseError> {
         let (name, src, dst) = self.header("loops")?;
-        let stmts = self.body(Self::loop_stmt)?;
+        let mut stmts = Vec::new();
+        let mut bands = Vec::new();
+        loop {
+            let tok = self.next()?;
+            match &tok.kind {
+                Kind::Punct("}") => break,
+                Kind::Ident(w) if w == "fused" => bands.push(self.band(tok, &mut stmts)?),
+                Kind::Ident(w) if matches!(w.as_str(), "copy" | "fill" | "accumulate") => {
+                    stmts.push(self.loop_stmt(tok)?);
+                }
+                _ => {
+                    return Err(unexpected(
+                        &tok,
+                        "a statement (`copy`, `fill` or `accumulate`), `fused` or `}`",
+                    ))
+                }
+            }
+        }
         Ok(LoopKernel {
             name,
             src,
             dst,
             stmts,
+            bands,
+        })
+    }
+
+    /// A band after its keyword `fused`: `for i0 in 0 to N, ... { statements }`. Every member
+    /// must start with the band's loops (same extents); there must be at least two members.
+    fn band(&mut self, kw: Token, stmts: &mut Vec<LoopStmt>) -> Result<Band, ParseError> {
+        self.expect_word("for")?;
+        let shared = self.loops()?;
+        self.expect_punct("{")?;
+        let first = stmts.len();
+        loop {
+            let tok = self.next()?;
+            match &tok.kind {
+                Kind::Punct("}") => break,
+                Kind::Ident(w) if matches!(w.as_str(), "copy" | "fill" | "accumulate") => {
+                    let stmt = self.loop_stmt(tok.clone())?;
+                    let own: Vec<u64> = stmt.loops.iter().map(|l| l.extent).collect();
+                    if !own.starts_with(&shared) {
+                        return Err(error_at(
+                            &tok,
+                            format!(
+                                "a member of a band must start with the band's loops \
+                                 (extents {shared:?}); this one has extents {own:?}"
+                            ),
+                        ));
+                    }
+                    stmts.push(stmt);
+                }
+                _ => {
+                    return Err(unexpected(
+                        &tok,
+                        "a statement (`copy`, `fill` or `accumulate`) or `}`",
+                    ))
+                }
+            }
+        }
+        let len = stmts.len() - first;
+        if len < 2 {
+            return Err(error_at(
+                &kw,
+                format!("a band fuses at least two statements; this one has {len}"),
+            ));
+        }
+        Ok(Band {
+            first,
+            len,
+            depth: shared.len(),
         })
     }
 

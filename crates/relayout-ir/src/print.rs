@@ -22,7 +22,7 @@
 //! }
 //! ```
 
-use crate::{Action, AffineExpr, Constraint, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt};
+use crate::{Action, AffineExpr, Constraint, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, Unit};
 use std::fmt::{self, Display, Formatter, Write};
 
 /// Binding strength, as in MLIR: `+` binds loosest; `*`, `floordiv` and `mod` bind equally
@@ -254,8 +254,32 @@ impl Display for LoopKernel {
             "loops @{}(%src: {}) -> (%dst: {}) {{",
             self.name, self.src, self.dst
         )?;
-        for s in &self.stmts {
-            write_indented(f, &s.to_string())?;
+        for unit in self.units() {
+            match unit {
+                Unit::Stmt(i) => write_indented(f, &self.stmts[i].to_string())?,
+                Unit::Band(band) => {
+                    // `fused for i0 in 0 to 256 {`: the shared loops, as the members' own
+                    // loop lists spell them (the parser checks that they agree).
+                    let mut body = String::from("fused for ");
+                    for (i, l) in self.stmts[band.first].loops[..band.depth]
+                        .iter()
+                        .enumerate()
+                    {
+                        if i > 0 {
+                            body.push_str(", ");
+                        }
+                        write!(body, "i{i} in 0 to {}", l.extent)?;
+                    }
+                    body.push_str(" {\n");
+                    for s in &self.stmts[band.members()] {
+                        for line in s.to_string().lines() {
+                            writeln!(body, "  {line}")?;
+                        }
+                    }
+                    body.push('}');
+                    write_indented(f, &body)?;
+                }
+            }
         }
         f.write_str("}\n")
     }
@@ -326,6 +350,7 @@ mod tests {
             "kernel @pad(%src: tensor<2xf32>) -> (%dst: tensor<4xf32>) {\n  copy %dst[d0] = %src[d0 - 1]\n      for d0 in 0 to 4\n      where 0 <= d0 - 1 < 2\n  fill %dst[d0] = 0\n      for d0 in 3 to 4\n}\n"
         );
         let l = LoopKernel {
+            bands: Vec::new(),
             name: "t".into(),
             src: TensorType::new(DType::F32, [2, 2]),
             dst: TensorType::new(DType::F32, [2, 2]),

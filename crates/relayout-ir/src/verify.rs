@@ -49,6 +49,14 @@
 //!   the highest plus the run length at most the operand's byte size. The source is not checked
 //!   for a fill. Any overflow of `i64` on the way is an error.
 //!
+//! Loop kernels, per band:
+//!
+//! - `bands`: bands are in statement order, do not overlap, lie inside the kernel, have at
+//!   least two members and a depth of at least one; every member has the band's loops first
+//!   (same extents and destination strides), and different iterations of the band touch
+//!   disjoint destination bytes ([`crate::dependence::iterations_disjoint`]). So a band never
+//!   changes what the kernel computes, and its iterations may run on different threads.
+//!
 //! The verifier never panics, and it reports every failure it finds, not only the first: the
 //! [`VerifyError`] lists them as [`Diagnostic`]s and its text is the printed kernel with each
 //! error written under the statement it concerns, as Cranelift prints verifier errors.
@@ -127,14 +135,59 @@ pub fn verify_loop_kernel(kernel: &LoopKernel) -> Result<(), VerifyError> {
         diags.stmt = Some(i);
         verify_loop_stmt(kernel, stmt, &mut diags);
     }
+    diags.stmt = None;
+    verify_bands(kernel, &mut diags);
     let empty = LoopKernel {
         name: kernel.name.clone(),
         src: kernel.src.clone(),
         dst: kernel.dst.clone(),
         stmts: Vec::new(),
+        bands: Vec::new(),
     };
     let printed: Vec<String> = kernel.stmts.iter().map(|s| s.to_string()).collect();
     diags.finish(&empty.to_string(), &printed)
+}
+
+/// The `bands` check (see the module documentation).
+fn verify_bands(kernel: &LoopKernel, diags: &mut Diagnostics) {
+    let mut next_free = 0;
+    for (b, band) in kernel.bands.iter().enumerate() {
+        let end = band.first.checked_add(band.len);
+        let shape_error = if band.len < 2 {
+            Some(format!(
+                "band {b} has {} members; a band fuses at least two",
+                band.len
+            ))
+        } else if band.depth == 0 {
+            Some(format!("band {b} shares no loop (depth 0)"))
+        } else if band.first < next_free {
+            Some(format!(
+                "band {b} starts at statement {}, inside or before the previous band",
+                band.first
+            ))
+        } else if end.is_none_or(|end| end > kernel.stmts.len()) {
+            Some(format!(
+                "band {b} (statements {} to {}) goes past the last statement ({})",
+                band.first,
+                band.first.saturating_add(band.len).saturating_sub(1),
+                kernel.stmts.len().saturating_sub(1)
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = shape_error {
+            diags.error("bands", message);
+            continue;
+        }
+        next_free = band.first + band.len;
+        diags.stmt = Some(band.first);
+        if let Err(why) =
+            crate::dependence::iterations_disjoint(&kernel.stmts[band.members()], band.depth)
+        {
+            diags.error("bands", format!("band {b} cannot be fused: {why}"));
+        }
+        diags.stmt = None;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -450,6 +450,7 @@ fn fills_do_not_read_the_source() {
 #[test]
 fn empty_nests_are_trivially_in_bounds() {
     let k = LoopKernel {
+        bands: Vec::new(),
         name: "empty".into(),
         src: TensorType::new(DType::F32, [1]),
         dst: TensorType::new(DType::F32, [1]),

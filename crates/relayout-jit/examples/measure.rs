@@ -61,6 +61,7 @@ fn stmt(bytes: u64, loops: Vec<Loop>) -> LoopStmt {
 /// Copies `total` bytes as contiguous runs of `run` bytes, one per iteration of one loop.
 fn rows(total: u64, run: u64) -> LoopKernel {
     LoopKernel {
+        bands: Vec::new(),
         name: format!("rows_{run}"),
         src: TensorType::new(DType::U8, [total]),
         dst: TensorType::new(DType::U8, [total]),
@@ -72,6 +73,7 @@ fn rows(total: u64, run: u64) -> LoopKernel {
 fn transpose(n: u64) -> LoopKernel {
     let row = 4 * n as i64;
     LoopKernel {
+        bands: Vec::new(),
         name: "transpose".into(),
         src: TensorType::new(DType::F32, [n, n]),
         dst: TensorType::new(DType::F32, [n, n]),
@@ -85,6 +87,7 @@ fn interleave(total: u64, run: u64) -> LoopKernel {
     let half = total / 2;
     let n = half / run;
     LoopKernel {
+        bands: Vec::new(),
         name: format!("interleave_{run}"),
         src: TensorType::new(DType::U8, [total]),
         dst: TensorType::new(DType::U8, [total]),
@@ -110,6 +113,7 @@ fn strided(name: &str, dtype: DType, bytes: u64, loops: Vec<Loop>) -> LoopKernel
     };
     let e = dtype.size();
     LoopKernel {
+        bands: Vec::new(),
         name: name.into(),
         src: TensorType::new(dtype, [reach(&|l| l.src_stride).div_ceil(e)]),
         dst: TensorType::new(dtype, [reach(&|l| l.dst_stride).div_ceil(e)]),
@@ -221,6 +225,7 @@ fn main() {
 
     // Compile time of typical kernels once the process is warm.
     let nest = LoopKernel {
+        bands: Vec::new(),
         name: "nest".into(),
         src: TensorType::new(DType::F32, [8, 8, 8, 8]),
         dst: TensorType::new(DType::F32, [8, 8, 8, 8]),

@@ -19,6 +19,7 @@
 //!     name: "t".into(),
 //!     src: TensorType::new(DType::U8, [2, 3]),
 //!     dst: TensorType::new(DType::U8, [3, 2]),
+//!     bands: vec![],
 //!     stmts: vec![LoopStmt {
 //!         action: LoopAction::Copy,
 //!         bytes: 1,

@@ -47,6 +47,7 @@ pub const HAS_DISASSEMBLER: bool = cfg!(feature = "disas");
 ///     name: "t".into(),
 ///     src: TensorType::new(DType::U8, [2, 3]),
 ///     dst: TensorType::new(DType::U8, [3, 2]),
+///     bands: vec![],
 ///     stmts: vec![LoopStmt {
 ///         action: LoopAction::Copy,
 ///         bytes: 1,

@@ -35,7 +35,7 @@ use cranelift_codegen::{CodegenError, Context};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Module, ModuleReloc};
 use relayout_codegen::{stmt_signature, translate_stmt, Helper, ModuleImports};
-use relayout_ir::{LoopKernel, LoopStmt};
+use relayout_ir::{Band, LoopKernel, LoopStmt, Unit};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
@@ -114,6 +114,8 @@ pub(crate) struct JitCode {
     src_len: u64,
     dst_len: u64,
     stmts: Vec<StmtCode>,
+    /// The kernel's schedule: statements alone and bands (`LoopKernel::units`).
+    units: Vec<Unit>,
     /// Never locked. `JITModule` is `Send` but not `Sync` (it has interior mutability used
     /// while linking); after `finalize_definitions` it is only touched again by `Drop`, which
     /// has `&mut self`. The mutex makes that visible to the compiler, so `JitCode` is `Sync`
@@ -139,6 +141,7 @@ impl JitCode {
             src_len,
             dst_len,
             stmts: Vec::with_capacity(kernel.stmts.len()),
+            units: kernel.units(),
             module: Mutex::new(Some(JITModule::new(builder))),
         };
         let compile_error = |stmt: Option<usize>, e: &dyn std::fmt::Debug| JitError::Compile {
@@ -223,44 +226,107 @@ impl JitCode {
         self.check_lengths(src, dst)?;
         let src_ptr = SharedSrc(src.as_ptr().cast::<u8>());
         let dst_ptr = SharedDst(dst.as_mut_ptr().cast::<u8>());
-        for stmt in &self.stmts {
-            let n = if stmt.disjoint {
-                parts(stmt.work, stmt.extent)
-            } else {
-                1
-            };
-            match threads::pool() {
-                Some(pool) if n > 1 => {
-                    pool.scope(move |scope| {
-                        for range in split_even(stmt.extent, n) {
-                            scope.spawn(move |_| {
-                                // SAFETY: see the module documentation: the kernel is verified,
-                                // the lengths were checked above, `range` is inside the outer loop,
-                                // and the ranges of this scope are disjoint and the statement's
-                                // outer iterations write disjoint bytes (`stmt.disjoint`), so the
-                                // threads write disjoint parts of `dst`, which is borrowed
-                                // mutably until the scope has ended.
-                                unsafe {
-                                    (stmt.entry)(
-                                        src_ptr.get(),
-                                        dst_ptr.get(),
-                                        range.start,
-                                        range.end,
-                                    )
-                                }
-                            });
-                        }
-                    });
-                    ran(stmt.split(split_even(stmt.extent, n).count()));
-                }
-                _ => {
-                    // SAFETY: as above, on one thread over the whole outer loop.
-                    unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) };
-                    ran(stmt.split(1));
-                }
+        for unit in &self.units {
+            match *unit {
+                Unit::Stmt(i) => self.run_stmt(&self.stmts[i], src_ptr, dst_ptr, parts, ran),
+                Unit::Band(band) => self.run_band(band, src_ptr, dst_ptr, parts, ran),
             }
         }
         Ok(())
+    }
+
+    /// Runs one statement alone, split into `parts(work, extent)` pieces when its outer
+    /// iterations write disjoint bytes.
+    fn run_stmt(
+        &self,
+        stmt: &StmtCode,
+        src_ptr: SharedSrc,
+        dst_ptr: SharedDst,
+        parts: &dyn Fn(u64, u64) -> usize,
+        ran: &mut dyn FnMut(StmtSplit),
+    ) {
+        let n = if stmt.disjoint {
+            parts(stmt.work, stmt.extent)
+        } else {
+            1
+        };
+        match threads::pool() {
+            Some(pool) if n > 1 => {
+                pool.scope(move |scope| {
+                    for range in split_even(stmt.extent, n) {
+                        scope.spawn(move |_| {
+                            // SAFETY: see the module documentation: the kernel is verified,
+                            // the lengths were checked by `run`, `range` is inside the outer
+                            // loop, and the ranges of this scope are disjoint and the
+                            // statement's outer iterations write disjoint bytes
+                            // (`stmt.disjoint`), so the threads write disjoint parts of `dst`,
+                            // which `run` borrows mutably until the scope has ended.
+                            unsafe {
+                                (stmt.entry)(src_ptr.get(), dst_ptr.get(), range.start, range.end)
+                            }
+                        });
+                    }
+                });
+                ran(stmt.split(split_even(stmt.extent, n).count()));
+            }
+            _ => {
+                // SAFETY: as above, on one thread over the whole outer loop.
+                unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) };
+                ran(stmt.split(1));
+            }
+        }
+    }
+
+    /// Runs a band: for each iteration `i` of the shared outermost loop, every member's
+    /// function on `i .. i + 1`, in statement order. A band deeper than one loop runs the same
+    /// way (its iterations are disjoint at every shared level, so at the outermost one too,
+    /// and each element still sees the members in statement order). The verifier proved the
+    /// band's iterations write disjoint bytes, so its outer loop is cut into pieces for threads
+    /// like a disjoint statement's.
+    fn run_band(
+        &self,
+        band: Band,
+        src_ptr: SharedSrc,
+        dst_ptr: SharedDst,
+        parts: &dyn Fn(u64, u64) -> usize,
+        ran: &mut dyn FnMut(StmtSplit),
+    ) {
+        let members = &self.stmts[band.members()];
+        let extent = members[0].extent;
+        let work = members.iter().fold(0u64, |w, m| w.saturating_add(m.work));
+        let run_range = move |range: Range<u64>| {
+            for i in range {
+                for m in members {
+                    // SAFETY: as in `run_stmt`: every member is verified and `i` is inside
+                    // its outer loop (members share it); pieces of different threads cover
+                    // disjoint iterations, which write disjoint bytes (the verifier's `bands`
+                    // check).
+                    unsafe { (m.entry)(src_ptr.get(), dst_ptr.get(), i, i + 1) }
+                }
+            }
+        };
+        let n = parts(work, extent);
+        let pieces = match threads::pool() {
+            Some(pool) if n > 1 => {
+                pool.scope(move |scope| {
+                    for range in split_even(extent, n) {
+                        scope.spawn(move |_| run_range(range));
+                    }
+                });
+                split_even(extent, n).count()
+            }
+            _ => {
+                run_range(0..extent);
+                1
+            }
+        };
+        for _ in members {
+            ran(StmtSplit {
+                pieces,
+                outer_extent: extent,
+                disjoint: true,
+            });
+        }
     }
 
     /// Both buffers must be exactly as long as their tensor types.
@@ -318,21 +384,10 @@ pub(crate) fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
 }
 
 /// Whether two different iterations of the outermost loop write disjoint destination bytes,
-/// so that they may run on different threads at the same time. Threaded runs rely on this for
-/// soundness, so it is conservative: one outer iteration writes inside an interval of `span`
-/// bytes (the run plus the reach of the inner loops), and iterations `i != j` start
-/// `|i - j| * |outer stride|` apart, so they are disjoint when the outer stride is at least
-/// the span.
+/// so that they may run on different threads at the same time (the dependence analysis of
+/// relayout-ir, which also decides fusion). Threaded runs rely on this for soundness.
 pub(crate) fn outer_iterations_disjoint(stmt: &LoopStmt) -> bool {
-    let Some((outer, inner)) = stmt.loops.split_first() else {
-        return false;
-    };
-    let span = inner.iter().try_fold(u128::from(stmt.bytes), |span, l| {
-        let reach = u128::from(l.extent.saturating_sub(1))
-            .checked_mul(u128::from(l.dst_stride.unsigned_abs()))?;
-        span.checked_add(reach)
-    });
-    span.is_some_and(|span| u128::from(outer.dst_stride.unsigned_abs()) >= span)
+    relayout_ir::dependence::iterations_disjoint(std::slice::from_ref(stmt), 1).is_ok()
 }
 
 /// `0..extent` cut into `parts` disjoint contiguous ranges that cover it (the empty ones

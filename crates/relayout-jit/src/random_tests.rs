@@ -104,6 +104,7 @@ fn kernel(dtype: DType, shapes: Vec<Shape>) -> LoopKernel {
         });
     }
     LoopKernel {
+        bands: Vec::new(),
         name: "random".into(),
         src: TensorType::new(dtype, [src_len.div_ceil(e)]),
         dst: TensorType::new(dtype, [dst_len.div_ceil(e)]),

@@ -8,6 +8,7 @@ use relayout_jit::{CompiledKernel, JitError, Operand, RunError};
 fn reverse(dtype: DType, n: u64) -> LoopKernel {
     let e = dtype.size() as i64;
     LoopKernel {
+        bands: Vec::new(),
         name: "reverse".into(),
         src: TensorType::new(dtype, [n]),
         dst: TensorType::new(dtype, [n]),
@@ -156,6 +157,7 @@ fn kernels_survive_the_drop_of_others() {
 #[test]
 fn empty_kernels_and_tensors() {
     let k = LoopKernel {
+        bands: Vec::new(),
         name: "empty".into(),
         src: TensorType::new(DType::U8, [0]),
         dst: TensorType::new(DType::U8, [0]),

@@ -27,6 +27,7 @@ fn stmt(
 fn kernel(dtype: DType, src_len: u64, dst_len: u64, stmts: Vec<LoopStmt>) -> LoopKernel {
     let elems = |n: u64| n.div_ceil(dtype.size());
     LoopKernel {
+        bands: Vec::new(),
         name: "test".into(),
         src: TensorType::new(dtype, [elems(src_len)]),
         dst: TensorType::new(dtype, [elems(dst_len)]),

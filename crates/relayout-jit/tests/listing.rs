@@ -23,6 +23,7 @@ fn fill_then_accumulate_f16() -> LoopKernel {
         }],
     };
     LoopKernel {
+        bands: Vec::new(),
         name: "fill_acc".into(),
         src: TensorType::new(DType::F16, [8]),
         dst: TensorType::new(DType::F16, [8]),

@@ -14,6 +14,7 @@ fn vm_size_kib() -> Option<u64> {
 #[test]
 fn dropped_kernels_release_their_code() {
     let k = LoopKernel {
+        bands: Vec::new(),
         name: "copy".into(),
         src: TensorType::new(DType::U8, [64]),
         dst: TensorType::new(DType::U8, [64]),

@@ -27,6 +27,7 @@ fn kernel(dtype: DType, run: u64, loops: Vec<Loop>, slack: (i64, i64)) -> LoopKe
     let e = dtype.size();
     let len = |off: i64, hi: i64| ((off + hi) as u64 + run).div_ceil(e) + 1;
     LoopKernel {
+        bands: Vec::new(),
         name: "shuffle".into(),
         src: TensorType::new(dtype, [len(so, shi)]),
         dst: TensorType::new(dtype, [len(dof, dhi)]),

@@ -59,6 +59,7 @@ mod sum;
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PipelineRun};
 pub use pass::{Level, Pass};
+pub use passes::FuseNests;
 pub use pipeline::{default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 

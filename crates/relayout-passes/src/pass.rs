@@ -90,7 +90,9 @@ macro_rules! impl_pass {
                 &self,
                 ir: relayout_ir::AnyKernel,
             ) -> Result<relayout_ir::AnyKernel, $crate::PassError> {
-                let k = $crate::pass::expect_loops(self.name(), ir)?;
+                // Every loop pass starts from the unfused kernel: dropping bands never changes
+                // what a verified kernel computes, and only `fuse-nests` makes them.
+                let k = $crate::pass::expect_loops(self.name(), ir)?.unfused();
                 $crate::pass::LoopPass::run_loops(self, &k).map(relayout_ir::AnyKernel::Loops)
             }
         }

@@ -10,9 +10,10 @@ use std::fmt;
 /// `split-dims` runs before `split-guards` because SpaceToBatch's guards are written on the
 /// digits of the batch dim; `peel-dims` is the last resort for whatever floordiv, mod or guard
 /// is left; `coalesce` runs once before `interchange` (which reads the merged loops) and once
-/// after (which merges what the new order made adjacent).
+/// after (which merges what the new order made adjacent); `fuse-nests` runs last, on the
+/// final loops of every statement.
 pub const DEFAULT_PIPELINE: &str = "canonicalize,split-dims,split-guards,peel-dims,\
-drop-unit-dims,linearize,coalesce,interchange,coalesce";
+drop-unit-dims,linearize,coalesce,interchange,coalesce,fuse-nests";
 
 /// An ordered list of passes.
 #[derive(Clone, Debug)]

@@ -2,7 +2,8 @@
 //! against it, and `relayout --list-passes` prints it.
 
 use crate::passes::{
-    Canonicalize, Coalesce, DropUnitDims, Interchange, Linearize, PeelDims, SplitDims, SplitGuards,
+    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, PeelDims, SplitDims,
+    SplitGuards,
 };
 use crate::{Level, Pass};
 
@@ -89,6 +90,12 @@ pub static PASSES: &[PassInfo] = &[
         summary: "order loops so the innermost is unit-stride for the destination or the source",
         level: Level::Loops,
         create: || Box::new(Interchange),
+    },
+    PassInfo {
+        name: "fuse-nests",
+        summary: "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes",
+        level: Level::Loops,
+        create: || Box::new(FuseNests::default()),
     },
 ];
 

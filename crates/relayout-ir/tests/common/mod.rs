@@ -172,6 +172,7 @@ pub fn any_loop_kernel() -> impl Strategy<Value = LoopKernel> {
         prop::collection::vec(stmt, 0..4),
     )
         .prop_map(|(name, src, dst, stmts)| LoopKernel {
+            bands: Vec::new(),
             name,
             src,
             dst,
@@ -246,6 +247,7 @@ pub fn small_loop_kernel() -> impl Strategy<Value = LoopKernel> {
                 loop_stmt(a, n * esize, d * esize as i64, s * esize as i64, l)
             });
         prop::collection::vec(stmt, 1..3).prop_map(move |stmts| LoopKernel {
+            bands: Vec::new(),
             name: "small".into(),
             src: TensorType::new(dtype, src.clone()),
             dst: TensorType::new(dtype, dst.clone()),

@@ -89,6 +89,7 @@ pub(crate) fn linearize(k: &Kernel) -> Result<LoopKernel, PassError> {
         stmts.push(stmt);
     }
     Ok(LoopKernel {
+        bands: Vec::new(),
         name: k.name.clone(),
         src: k.src.clone(),
         dst: k.dst.clone(),

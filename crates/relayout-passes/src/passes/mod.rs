@@ -3,6 +3,7 @@
 mod canonicalize;
 mod coalesce;
 mod drop_unit_dims;
+mod fuse_nests;
 mod interchange;
 mod linearize;
 mod peel_dims;
@@ -12,6 +13,7 @@ mod split_guards;
 pub use canonicalize::Canonicalize;
 pub use coalesce::Coalesce;
 pub use drop_unit_dims::DropUnitDims;
+pub use fuse_nests::FuseNests;
 pub use interchange::Interchange;
 pub use linearize::Linearize;
 pub use peel_dims::PeelDims;

@@ -1,0 +1,194 @@
+//! Which destination bytes the iterations of a loop touch, and whether different iterations
+//! touch disjoint bytes: the question behind fusing statements into a band (a later member's
+//! iteration `p` then runs before an earlier member's iteration `q > p`) and behind cutting a
+//! loop into pieces for threads (pieces run at the same time).
+//!
+//! Only the destination matters: the source is never written. A statement's destination
+//! footprint at one iteration of its loop `k` is an interval: the run, swept by every loop
+//! inside `k` (each adds `min(0, stride * (extent - 1))` below and `max(0, ...)` above). Two
+//! iterations of loop `k` that start `|stride_k|` bytes apart (or more) are disjoint when that
+//! interval is at most `|stride_k|` long. For a band of several statements sharing loops
+//! `0 .. depth` (same extents, same destination strides), the interval is the union over the
+//! members, and the band's iterations are disjoint when this holds at every shared level:
+//! two different iterations first differ at some level `k`, where the check separates them.
+//!
+//! The arithmetic is in `i128`, so no kernel that verifies can overflow it.
+
+use crate::LoopStmt;
+
+/// The destination bytes one iteration of loop `level` of `stmt` touches, as a half-open
+/// interval relative to the offset its loops `0 .. level` (outside it) contribute. `level`
+/// may be `stmt.loops.len()`: one point of the nest, the run itself.
+pub fn dst_footprint(stmt: &LoopStmt, level: usize) -> (i128, i128) {
+    let mut lo = i128::from(stmt.dst_offset);
+    let mut hi = lo + i128::from(stmt.bytes);
+    for l in stmt.loops.iter().skip(level + 1) {
+        let reach = i128::from(l.dst_stride) * i128::from(l.extent.saturating_sub(1));
+        lo += reach.min(0);
+        hi += reach.max(0);
+    }
+    (lo, hi)
+}
+
+/// Whether `stmts` (consecutive members of one band, or a single statement) can share their
+/// `depth` outermost loops with different iterations of those loops touching disjoint
+/// destination bytes. `Err` says why not, with the values involved. `depth` 0 is always
+/// `Ok`; a statement with fewer than `depth` loops, or loops that differ between members in
+/// extent or destination stride, is an error.
+pub fn iterations_disjoint(stmts: &[LoopStmt], depth: usize) -> Result<(), String> {
+    let Some(first) = stmts.first() else {
+        return Ok(());
+    };
+    for (m, s) in stmts.iter().enumerate() {
+        if s.loops.len() < depth {
+            return Err(format!(
+                "member {m} has {} loops, fewer than the {depth} shared ones",
+                s.loops.len()
+            ));
+        }
+        for k in 0..depth {
+            let (a, b) = (&first.loops[k], &s.loops[k]);
+            if (a.extent, a.dst_stride) != (b.extent, b.dst_stride) {
+                return Err(format!(
+                    "loop i{k} of member {m} (extent {}, dst stride {}) differs from member 0's \
+                     (extent {}, dst stride {})",
+                    b.extent, b.dst_stride, a.extent, a.dst_stride
+                ));
+            }
+        }
+    }
+    for k in 0..depth {
+        let l = &first.loops[k];
+        if l.extent <= 1 {
+            continue;
+        }
+        let (lo, hi) = stmts
+            .iter()
+            .map(|s| dst_footprint(s, k))
+            .fold((i128::MAX, i128::MIN), |(lo, hi), (a, b)| {
+                (lo.min(a), hi.max(b))
+            });
+        let step = i128::from(l.dst_stride).abs();
+        if hi - lo > step {
+            return Err(format!(
+                "one iteration of i{k} writes {} destination bytes (offsets {lo} to {hi}), more \
+                 than its stride of {step} bytes: iterations overlap",
+                hi - lo
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Loop, LoopAction};
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    fn stmt(bytes: u64, dst_offset: i64, loops: &[(u64, i64)]) -> LoopStmt {
+        LoopStmt {
+            action: LoopAction::Fill,
+            bytes,
+            src_offset: 0,
+            dst_offset,
+            loops: loops
+                .iter()
+                .map(|&(extent, dst_stride)| Loop {
+                    extent,
+                    src_stride: 0,
+                    dst_stride,
+                })
+                .collect(),
+        }
+    }
+
+    /// The bytes member `s` touches at band iteration `outer` (values of loops `0..depth`).
+    fn touched(s: &LoopStmt, outer: &[u64]) -> HashSet<i64> {
+        let depth = outer.len();
+        let base: i64 = s.dst_offset
+            + outer
+                .iter()
+                .zip(&s.loops)
+                .map(|(&i, l)| i as i64 * l.dst_stride)
+                .sum::<i64>();
+        let mut points = vec![base];
+        for l in &s.loops[depth..] {
+            points = points
+                .iter()
+                .flat_map(|&p| (0..l.extent as i64).map(move |i| p + i * l.dst_stride))
+                .collect();
+        }
+        points.iter().flat_map(|&p| p..p + s.bytes as i64).collect()
+    }
+
+    /// Every iteration vector of `extents`.
+    fn iterations(extents: &[u64]) -> Vec<Vec<u64>> {
+        extents.iter().fold(vec![vec![]], |acc, &e| {
+            acc.iter()
+                .flat_map(|v| {
+                    (0..e).map(move |i| {
+                        let mut v = v.clone();
+                        v.push(i);
+                        v
+                    })
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn col2im_planes_are_disjoint_and_overlapping_rows_are_not() {
+        // A fill of one 16-byte plane and an accumulation into its rows, per plane.
+        let fill = stmt(16, 0, &[(4, 16)]);
+        let acc = stmt(4, 4, &[(4, 16), (3, 4)]);
+        assert_eq!(iterations_disjoint(&[fill.clone(), acc.clone()], 1), Ok(()));
+        // The same with a plane stride of 8: iteration i writes bytes 8i .. 8i + 16.
+        let fill = stmt(16, 0, &[(4, 8)]);
+        let acc = stmt(4, 4, &[(4, 8), (3, 4)]);
+        assert!(iterations_disjoint(&[fill, acc], 1).is_err());
+    }
+
+    proptest! {
+        /// Against brute force on small random bands: whenever the analysis says disjoint,
+        /// no byte is touched by two different band iterations.
+        #[test]
+        fn disjoint_means_no_shared_byte(
+            depth in 1usize..3,
+            shared in prop::collection::vec((1u64..4, -24i64..24), 2),
+            members in prop::collection::vec(
+                (1u64..6, 0i64..40, prop::collection::vec((1u64..4, -12i64..12), 0..2)),
+                1..4,
+            ),
+        ) {
+            let shared = &shared[..depth];
+            let stmts: Vec<LoopStmt> = members
+                .iter()
+                .map(|(bytes, off, inner)| {
+                    let loops: Vec<(u64, i64)> = shared.iter().chain(inner).copied().collect();
+                    stmt(*bytes, *off + 200, &loops)
+                })
+                .collect();
+            let extents: Vec<u64> = shared.iter().map(|l| l.0).collect();
+            let per_iteration: Vec<HashSet<i64>> = iterations(&extents)
+                .iter()
+                .map(|it| stmts.iter().flat_map(|s| touched(s, it)).collect())
+                .collect();
+            let mut overlap = false;
+            for (a, x) in per_iteration.iter().enumerate() {
+                for y in &per_iteration[a + 1..] {
+                    overlap |= !x.is_disjoint(y);
+                }
+            }
+            if iterations_disjoint(&stmts, depth).is_ok() {
+                prop_assert!(!overlap, "said disjoint, but iterations share bytes: {stmts:?}");
+            }
+            // The single-statement, one-loop case is exact when the stride is at least the
+            // run: then "overlap" and "not disjoint" agree.
+            if depth == 1 && stmts.len() == 1 && stmts[0].loops.len() == 1 {
+                prop_assert_eq!(iterations_disjoint(&stmts, 1).is_ok(), !overlap);
+            }
+        }
+    }
+}

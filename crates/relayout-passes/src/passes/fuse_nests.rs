@@ -1,0 +1,192 @@
+//! `fuse-nests`: fuses consecutive statements that share their outer loops into bands, so
+//! that one sweep over those loops does the work of all of them (see `relayout_ir::Band`).
+//! Col2Im is the case it is for: a fill of the output and one accumulation per kernel
+//! position, each a full sweep over an output that does not fit in L2, become one sweep over
+//! output planes, each plane staying in cache while all its contributions are added.
+//!
+//! Legality is MLIR affine-loop-fusion's, specialised to this IR: the only tensor written is
+//! the destination, so fusing statements over shared loops is legal exactly when different
+//! iterations of those loops touch disjoint destination bytes (then every byte is touched in
+//! one iteration only, where the members run in statement order: each element sees the same
+//! writes in the same order as before fusion, so results are bit-exact, float accumulation
+//! order and -0.0 included). `relayout_ir::dependence::iterations_disjoint` decides it, the
+//! same analysis the verifier's `bands` check and the JIT's threading use. Fusion that would
+//! let a later statement's iteration run before an earlier statement's later iteration on the
+//! same bytes (a write-after-write or an accumulation reordered) is refused.
+//!
+//! What it does:
+//! - groups consecutive statements greedily: a statement joins the group before it when its
+//!   outermost loop has the group's extent and destination stride and the grown group's
+//!   iterations stay disjoint. A fill or copy without that loop whose run is exactly
+//!   `extent * stride` contiguous bytes (Col2Im's whole-output fill) is first cut into
+//!   `extent` runs of `stride` bytes along such a loop, which moves the same bytes;
+//! - deepens each band while the members share the next loop too and stay disjoint;
+//! - keeps a band only where it pays: an iteration must move at least [`MIN_ITERATION_BYTES`]
+//!   bytes per member (each member's code is entered once per iteration) and touch at most
+//!   [`MAX_ITERATION_FOOTPRINT`] destination bytes (what stays in cache between members);
+//!   [`FuseNests::always`] drops this condition, for tests.
+//!
+//! It runs last in the default pipeline: every loop pass starts from the unfused kernel (the
+//! pass manager drops bands before the others, which is always correct), so the other passes
+//! never see a band.
+
+use crate::pass::{impl_pass, LoopPass};
+use crate::PassError;
+use relayout_ir::dependence::{dst_footprint, iterations_disjoint};
+use relayout_ir::{Band, Loop, LoopAction, LoopKernel, LoopStmt};
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug)]
+pub struct FuseNests {
+    /// A band iteration must move at least this many bytes per member on average.
+    pub min_iteration_bytes: u64,
+    /// A band iteration may touch at most this many destination bytes.
+    pub max_iteration_footprint: u64,
+}
+
+/// The default [`FuseNests::min_iteration_bytes`]: below it, entering each member's code once
+/// per iteration costs more than the cache saves.
+pub const MIN_ITERATION_BYTES: u64 = 512;
+
+/// The default [`FuseNests::max_iteration_footprint`]: about what stays in a core's L2
+/// between the members.
+pub const MAX_ITERATION_FOOTPRINT: u64 = 512 * 1024;
+
+impl Default for FuseNests {
+    fn default() -> FuseNests {
+        FuseNests {
+            min_iteration_bytes: MIN_ITERATION_BYTES,
+            max_iteration_footprint: MAX_ITERATION_FOOTPRINT,
+        }
+    }
+}
+
+impl FuseNests {
+    /// Fuses every legal group, whether it pays or not: for tests, which need fusion on
+    /// kernels too small to profit from it.
+    pub fn always() -> FuseNests {
+        FuseNests {
+            min_iteration_bytes: 0,
+            max_iteration_footprint: u64::MAX,
+        }
+    }
+}
+
+impl LoopPass for FuseNests {
+    const NAME: &'static str = "fuse-nests";
+
+    fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        let mut out = LoopKernel {
+            stmts: Vec::with_capacity(k.stmts.len()),
+            ..k.clone()
+        };
+        // The group being grown (members as fused) and its statements as they were.
+        let mut group: Vec<LoopStmt> = Vec::new();
+        let mut originals: &[LoopStmt] = &[];
+        for (i, stmt) in k.stmts.iter().enumerate() {
+            if let Some(grown) = join(&group, stmt) {
+                group = grown;
+                originals = &k.stmts[i + 1 - group.len()..=i];
+                continue;
+            }
+            self.close(&mut out, &group, originals);
+            group = vec![stmt.clone()];
+            originals = &k.stmts[i..=i];
+        }
+        self.close(&mut out, &group, originals);
+        Ok(out)
+    }
+}
+
+impl_pass!(loops FuseNests);
+
+/// The group `group` grown by `next` (members possibly reshaped to share the outer loop), or
+/// `None` when `next` cannot join.
+fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
+    let first = group.first()?;
+    // The shared outer loop: the group's, or `next`'s when the group is one loopless statement.
+    let outer = first
+        .loops
+        .first()
+        .or_else(|| next.loops.first().filter(|_| group.len() == 1))?;
+    let grown: Vec<LoopStmt> = group
+        .iter()
+        .chain([next])
+        .map(|s| with_outer_loop(s, outer))
+        .collect::<Option<_>>()?;
+    iterations_disjoint(&grown, 1).ok()?;
+    Some(grown)
+}
+
+/// `s` with `outer` as its outermost loop: itself when it already starts with a loop of that
+/// extent and destination stride; a fill or a contiguous copy of exactly `extent * stride`
+/// bytes cut into `extent` runs along it; otherwise `None`.
+fn with_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
+    if let Some(l) = s.loops.first() {
+        return (l.extent == outer.extent && l.dst_stride == outer.dst_stride).then(|| s.clone());
+    }
+    let stride = u64::try_from(outer.dst_stride).ok().filter(|&d| d > 0)?;
+    if s.action == LoopAction::Accumulate || outer.extent.checked_mul(stride)? != s.bytes {
+        return None;
+    }
+    Some(LoopStmt {
+        bytes: stride,
+        loops: vec![Loop {
+            extent: outer.extent,
+            src_stride: if s.action == LoopAction::Copy {
+                outer.dst_stride
+            } else {
+                0
+            },
+            dst_stride: outer.dst_stride,
+        }],
+        ..s.clone()
+    })
+}
+
+impl FuseNests {
+    /// Appends a finished group to `out`: as a band when it has two or more members and fusing
+    /// pays (deepened as far as the members allow), else its statements as they were.
+    fn close(&self, out: &mut LoopKernel, members: &[LoopStmt], originals: &[LoopStmt]) {
+        if members.len() < 2 || !self.pays(members) {
+            out.stmts.extend_from_slice(originals);
+            return;
+        }
+        let mut depth = 1;
+        let shares = |d: usize| {
+            members.iter().all(|s| {
+                s.loops.get(d).is_some_and(|l| {
+                    (l.extent, l.dst_stride)
+                        == (members[0].loops[d].extent, members[0].loops[d].dst_stride)
+                })
+            })
+        };
+        while shares(depth) && iterations_disjoint(members, depth + 1).is_ok() {
+            depth += 1;
+        }
+        out.bands.push(Band {
+            first: out.stmts.len(),
+            len: members.len(),
+            depth,
+        });
+        out.stmts.extend_from_slice(members);
+    }
+
+    /// Whether a band of `members` over their outermost loop is worth it (see the module docs).
+    fn pays(&self, members: &[LoopStmt]) -> bool {
+        let extent = members[0].loops[0].extent.max(1);
+        let work: u64 = members
+            .iter()
+            .map(|s| s.trip_count().saturating_mul(s.bytes))
+            .fold(0, u64::saturating_add);
+        let per_member = work / extent / members.len() as u64;
+        let (lo, hi) = members
+            .iter()
+            .map(|s| dst_footprint(s, 0))
+            .fold((i128::MAX, i128::MIN), |(lo, hi), (a, b)| {
+                (lo.min(a), hi.max(b))
+            });
+        per_member >= self.min_iteration_bytes
+            && hi - lo <= i128::from(self.max_iteration_footprint)
+    }
+}
