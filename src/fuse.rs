@@ -182,8 +182,7 @@ pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
 }
 
 fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {
-    let optimized = relayout_passes::optimize_index(&kernel)?;
-    let loops = relayout_passes::lower_to_loops(&kernel)?;
+    let (optimized, loops) = relayout_passes::optimize_and_lower(&kernel)?;
     let compiled = crate::cache::code_for(&loops)?;
     Ok(FusedOp {
         inner: Arc::new(FusedInner {

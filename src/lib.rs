@@ -211,8 +211,7 @@ pub struct Stages {
 /// Lowers `op` for `input` and runs the default pipeline, without generating code.
 pub fn lower(op: &Op, input: &TensorType) -> Result<Stages, Error> {
     let lowered = op.lower(input)?;
-    let optimized = relayout_passes::optimize_index(&lowered)?;
-    let loops = relayout_passes::lower_to_loops(&lowered)?;
+    let (optimized, loops) = relayout_passes::optimize_and_lower(&lowered)?;
     Ok(Stages {
         lowered,
         optimized,

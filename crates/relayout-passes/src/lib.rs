@@ -75,3 +75,12 @@ pub fn optimize_index(k: &Kernel) -> Result<Kernel, PassError> {
 pub fn lower_to_loops(k: &Kernel) -> Result<LoopKernel, PassError> {
     PassManager::new(default_pipeline()).run_to_loops(k)
 }
+
+/// Runs the whole default pipeline once and returns both what [`optimize_index`] and what
+/// [`lower_to_loops`] return, without running the index-map passes twice.
+pub fn optimize_and_lower(k: &Kernel) -> Result<(Kernel, LoopKernel), PassError> {
+    let pipeline = default_pipeline();
+    let optimized = PassManager::new(pipeline.index_prefix()).run_index(k)?;
+    let loops = PassManager::new(pipeline.after_index_prefix()).run_to_loops(&optimized)?;
+    Ok((optimized, loops))
+}

@@ -85,6 +85,15 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// The passes after [`Pipeline::index_prefix`]: the lowering and the loop passes.
+    pub fn after_index_prefix(&self) -> Pipeline {
+        Pipeline {
+            passes: self.passes[self.index_prefix().passes.len()..].to_vec(),
+        }
+    }
+}
+
 impl fmt::Display for Pipeline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.passes.iter().enumerate() {

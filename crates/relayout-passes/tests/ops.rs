@@ -19,6 +19,12 @@ fn lower(op: &Op, dtype: DType, shape: &[u64]) -> Option<Kernel> {
 fn check_variant(op: &Op, dtype: DType, shape: &[u64]) -> Option<bool> {
     let k = lower(op, dtype, shape)?;
     check_every_pass(&k);
+    // The pipeline run once, split at the lowering, gives what the two public entry points
+    // give when each runs its part from the start.
+    let (optimized, loops) = relayout_passes::optimize_and_lower(&k)
+        .unwrap_or_else(|e| panic!("{op:?} on {shape:?}: {e}"));
+    assert_eq!(Ok(optimized), relayout_passes::optimize_index(&k));
+    assert_eq!(Ok(loops), relayout_passes::lower_to_loops(&k));
     let run = PassManager::new(default_pipeline()).run_collect(AnyKernel::Index(k));
     run.result
         .unwrap_or_else(|e| panic!("{op:?} on {shape:?}: {e}"));
