@@ -153,6 +153,7 @@ pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     OP_NAMES,
 };
+pub use relayout_passes as passes;
 pub use tensor_text::{format_element, format_tensor};
 
 use relayout_ir::{Kernel, LoopKernel, TensorType};
@@ -184,6 +185,10 @@ pub enum Error {
     /// Translating the loop IR to Cranelift IR failed: a bug in relayout, never in the input.
     #[error(transparent)]
     Codegen(#[from] relayout_codegen::CodegenError),
+    /// Options of a printing function are invalid (an unknown pass name in
+    /// [`PrintAfter::passes`]).
+    #[error("{0}")]
+    Options(String),
 }
 
 impl Error {
@@ -375,28 +380,116 @@ pub(crate) fn zeroed_buffer(ty: &TensorType) -> Result<Vec<u8>, Error> {
     Ok(vec![0u8; len])
 }
 
+/// Which IR dumps a pipeline run prints, as MLIR's `--mlir-print-ir-after-all`,
+/// `--mlir-print-ir-after-change` and `--mlir-print-ir-after=PASS`. A dump is printed when any
+/// selector picks it; the default picks none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrintAfter {
+    /// After every pass.
+    pub all: bool,
+    /// After every pass that changed the IR.
+    pub changed: bool,
+    /// After every run of these passes (registered pass names).
+    pub passes: Vec<String>,
+}
+
+impl PrintAfter {
+    /// After every pass.
+    pub fn all() -> PrintAfter {
+        PrintAfter {
+            all: true,
+            ..PrintAfter::default()
+        }
+    }
+
+    /// True when no dump is selected.
+    pub fn is_none(&self) -> bool {
+        !self.all && !self.changed && self.passes.is_empty()
+    }
+
+    /// An unknown pass name in `passes` is an error that lists the known ones.
+    fn check(&self) -> Result<(), String> {
+        for name in &self.passes {
+            if relayout_passes::find_pass(name).is_none() {
+                let known: Vec<&str> = relayout_passes::PASSES.iter().map(|p| p.name).collect();
+                return Err(format!(
+                    "--print-after: unknown pass `{name}`; known passes: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The selected dumps of `run`, each after its MLIR-style header; `before` is the IR the
+    /// pipeline started from (what the first pass's "change" is measured against).
+    fn render(
+        &self,
+        before: &relayout_ir::AnyKernel,
+        run: &relayout_passes::PipelineRun,
+    ) -> String {
+        let mut out = String::new();
+        let mut previous = before;
+        for dump in &run.dumps {
+            let changed = dump.ir != *previous;
+            if self.all || (self.changed && changed) || self.passes.iter().any(|p| p == dump.pass) {
+                out.push_str(&format!("{dump}\n"));
+            }
+            previous = &dump.ir;
+        }
+        out
+    }
+}
+
 /// The IR of `op` after every pass of the default pipeline, each with an MLIR-style header
 /// (`// -----// IR Dump After SplitDims (split-dims) //----- //`), starting with the lowered IR.
 /// When a pass fails, the text ends with the IR it produced and the error is returned.
 pub fn print_after_all(op: &Op, input: &TensorType) -> Result<String, Error> {
-    let lowered = op.lower(input)?;
+    print_after(op, input, &PrintAfter::all()).map_err(|(_, e)| e)
+}
+
+/// The lowered IR of `op` (with a `Lowering` header), then the dumps of the default pipeline
+/// that `print` selects. On failure, the text so far comes with the error.
+pub fn print_after(
+    op: &Op,
+    input: &TensorType,
+    print: &PrintAfter,
+) -> Result<String, (String, Error)> {
+    print
+        .check()
+        .map_err(|e| (String::new(), Error::Options(e)))?;
+    let lowered = op.lower(input).map_err(|e| (String::new(), e.into()))?;
     let mut out = format!(
         "// -----// IR Dump After Lowering ({}) //----- //\n{lowered}\n",
         op.name()
     );
+    let before = relayout_ir::AnyKernel::Index(lowered);
     let run = relayout_passes::PassManager::new(relayout_passes::default_pipeline())
-        .run_collect(relayout_ir::AnyKernel::Index(lowered));
-    for dump in &run.dumps {
-        out.push_str(&format!("{dump}\n"));
+        .run_collect(before.clone());
+    out.push_str(&print.render(&before, &run));
+    match run.result {
+        Ok(_) => Ok(out),
+        Err(e) => Err((out, e.into())),
     }
-    run.result?;
-    Ok(out)
 }
 
 /// What `relayout opt` does: parses IR text (either level), runs `passes` (the default
 /// pipeline when `None`) with verification after every pass, and prints the result, or the IR
 /// after every pass when `print_after_all` is set.
 pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, String> {
+    let print = if print_after_all {
+        PrintAfter::all()
+    } else {
+        PrintAfter::default()
+    };
+    opt_with(text, passes, &print)
+}
+
+/// [`opt`] with any selection of dumps. When some are selected, the output is the dumps only
+/// (the last of them is the result when the last pass is selected); otherwise it is the
+/// resulting IR.
+pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, String> {
+    print.check()?;
     let ir = relayout_ir::parse_any(text).map_err(|e| e.to_string())?;
     let pipeline = match passes {
         Some(p) => relayout_passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
@@ -404,27 +497,23 @@ pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<St
     };
     let run = relayout_passes::PassManager::new(pipeline)
         .verify_each(true)
-        .run_collect(ir);
-    let mut out = String::new();
-    if print_after_all {
-        for dump in &run.dumps {
-            out.push_str(&format!("{dump}\n"));
-        }
-    }
+        .run_collect(ir.clone());
+    let out = print.render(&ir, &run);
+    let dumping = !print.is_none();
     let result = run.result.map_err(|e| {
-        if print_after_all {
+        if dumping {
             format!("{out}{e}")
         } else {
             e.to_string()
         }
     })?;
-    if !print_after_all {
-        match result {
-            relayout_ir::AnyKernel::Index(k) => out.push_str(&k.to_string()),
-            relayout_ir::AnyKernel::Loops(k) => out.push_str(&k.to_string()),
-        }
+    if dumping {
+        return Ok(out);
     }
-    Ok(out)
+    Ok(match result {
+        relayout_ir::AnyKernel::Index(k) => k.to_string(),
+        relayout_ir::AnyKernel::Loops(k) => k.to_string(),
+    })
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:

@@ -1,6 +1,6 @@
 //! The subcommands. Each returns the process exit code, or a one-line error message.
 
-use crate::Emit;
+use crate::{Emit, PrintFlags};
 use relayout::ir::TensorType;
 use relayout::{conformance, Op};
 use std::path::{Path, PathBuf};
@@ -28,8 +28,12 @@ pub fn lower(
     op: Option<String>,
     case: Option<PathBuf>,
     emit: Option<Emit>,
-    print_after_all: bool,
+    print: &PrintFlags,
 ) -> Result<ExitCode, String> {
+    if print.print_pipeline {
+        println!("{}", relayout::passes::DEFAULT_PIPELINE);
+        return Ok(ExitCode::SUCCESS);
+    }
     if emit == Some(Emit::Asm) && !relayout::HAS_DISASSEMBLER {
         // Refused before any work, with the command that gives a build that can do it.
         return Err(
@@ -41,12 +45,18 @@ pub fn lower(
         );
     }
     let (op, input) = read_op(op, case)?;
-    if print_after_all {
-        print!(
-            "{}",
-            relayout::print_after_all(&op, &input).map_err(|e| e.to_string())?
-        );
-        return Ok(ExitCode::SUCCESS);
+    let selection = print.selection();
+    if !selection.is_none() {
+        return match relayout::print_after(&op, &input, &selection) {
+            Ok(text) => {
+                print!("{text}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err((text, e)) => {
+                print!("{text}");
+                Err(e.to_string())
+            }
+        };
     }
     let stages = relayout::lower(&op, &input).map_err(|e| e.to_string())?;
     let clif = || relayout::clif_text(&stages.loops).map_err(|e| e.to_string());
@@ -121,14 +131,27 @@ pub fn demo() -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn opt(file: &Path, passes: Option<&str>, print_after_all: bool) -> Result<ExitCode, String> {
+pub fn opt(
+    file: Option<&Path>,
+    passes: Option<&str>,
+    print: &PrintFlags,
+) -> Result<ExitCode, String> {
+    if print.print_pipeline {
+        let pipeline = match passes {
+            Some(p) => relayout::passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
+            None => relayout::passes::default_pipeline(),
+        };
+        println!("{pipeline}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let file = file.ok_or("give a file of IR text, or - for standard input")?;
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())
             .map_err(|e| format!("cannot read standard input: {e}"))?
     } else {
         std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?
     };
-    let out = relayout::opt(&text, passes, print_after_all)
+    let out = relayout::opt_with(&text, passes, &print.selection())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     print!("{out}");
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ mod bench;
 mod commands;
 mod run;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,6 +44,9 @@ const OPT_EXAMPLES: &str = "\
 Examples:
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered > k.ir
   relayout opt k.ir --passes canonicalize,split-dims --print-after-all
+  relayout opt k.ir --print-after-change
+  relayout opt k.ir --print-after linearize --print-after fuse-nests
+  relayout opt --print-pipeline
   relayout opt k.ir
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered | relayout opt - --passes canonicalize";
 
@@ -111,9 +114,8 @@ enum Command {
         /// Print only this stage.
         #[arg(long, value_enum)]
         emit: Option<Emit>,
-        /// Print the IR after every pass, with MLIR-style headers.
-        #[arg(long)]
-        print_after_all: bool,
+        #[command(flatten)]
+        print: PrintFlags,
     },
     /// Run the main job on a built-in example: lower, print the IR, compile, run, show the data.
     #[command(after_help = DEMO_EXAMPLES)]
@@ -122,13 +124,13 @@ enum Command {
     #[command(after_help = OPT_EXAMPLES)]
     Opt {
         /// A file of IR text, or - for standard input.
-        file: PathBuf,
+        #[arg(required_unless_present = "print_pipeline")]
+        file: Option<PathBuf>,
         /// Comma-separated pass names; the default pipeline when absent.
         #[arg(long)]
         passes: Option<String>,
-        /// Print the IR after every pass, with MLIR-style headers.
-        #[arg(long)]
-        print_after_all: bool,
+        #[command(flatten)]
+        print: PrintFlags,
     },
     /// Run every conformance case (*.json) under the given directories through the JIT.
     #[command(after_help = CONFORMANCE_EXAMPLES)]
@@ -145,21 +147,67 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct PrintFlags {
+    /// Print the IR after every pass, with MLIR-style headers.
+    #[arg(long)]
+    print_after_all: bool,
+    /// Print the IR after every pass that changed it.
+    #[arg(long)]
+    print_after_change: bool,
+    /// Print the IR after this pass (repeatable).
+    #[arg(long = "print-after", value_name = "PASS")]
+    print_after: Vec<String>,
+    /// Print the pipeline that would run, as a string `opt --passes` accepts, and stop.
+    #[arg(long)]
+    print_pipeline: bool,
+}
+
+impl PrintFlags {
+    fn selection(&self) -> relayout::PrintAfter {
+        relayout::PrintAfter {
+            all: self.print_after_all,
+            changed: self.print_after_change,
+            passes: self.print_after.clone(),
+        }
+    }
+}
+
+/// `opt --help`'s text after the options: the examples, then every registered pass with the
+/// level of IR it takes and what it does, in the default pipeline's order of registration.
+fn opt_after_help() -> String {
+    let mut text = format!(
+        "{OPT_EXAMPLES}\n\nThe default pipeline:\n  {}\n\nPasses (name, the IR it takes, what it does):\n",
+        relayout::passes::DEFAULT_PIPELINE
+    );
+    for p in relayout::passes::PASSES {
+        let level = match p.level {
+            relayout::passes::Level::Index if p.name == "linearize" => "index-map -> loop",
+            relayout::passes::Level::Index => "index-map",
+            relayout::passes::Level::Loops => "loop",
+        };
+        text.push_str(&format!("  {:<15} {:<18} {}\n", p.name, level, p.summary));
+    }
+    text
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command().mut_subcommand("opt", |c| c.after_help(opt_after_help()));
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Lower {
             op,
             case,
             emit,
-            print_after_all,
-        } => commands::lower(op, case, emit, print_after_all),
+            print,
+        } => commands::lower(op, case, emit, &print),
         Command::Demo => commands::demo(),
         Command::Opt {
             file,
             passes,
-            print_after_all,
-        } => commands::opt(&file, passes.as_deref(), print_after_all),
+            print,
+        } => commands::opt(file.as_deref(), passes.as_deref(), &print),
         Command::Conformance { dirs } => commands::conformance(&dirs),
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),

@@ -1,0 +1,143 @@
+//! The mlir-opt-style pass debugging flags of `lower` and `opt`: --print-after-change,
+//! --print-after PASS (repeatable), --print-pipeline, and the pass table of `opt --help`.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn relayout(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relayout"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("relayout starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().expect("relayout finishes")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The passes named in the `IR Dump After` headers of `text`, in order.
+fn dumped(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("// -----// IR Dump After "))
+        .filter_map(|l| l.split(" (").nth(1))
+        .map(|l| l.split(')').next().unwrap().to_string())
+        .collect()
+}
+
+const S2D: &str = "SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>";
+
+#[test]
+fn print_after_change_skips_passes_that_changed_nothing() {
+    let all = stdout(&relayout(&["lower", S2D, "--print-after-all"], ""));
+    let changed = stdout(&relayout(&["lower", S2D, "--print-after-change"], ""));
+    let (all, changed) = (dumped(&all), dumped(&changed));
+    let pipeline = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    // Every pass of the pipeline (and the lowering) in the full dump; fewer, in the same order,
+    // when only changes are printed: this op leaves guards, unit dims and fusion untouched.
+    assert_eq!(all.len(), pipeline.trim().split(',').count() + 1, "{all:?}");
+    assert!(changed.len() < all.len(), "{changed:?}");
+    assert!(changed.iter().all(|p| all.contains(p)));
+    for unchanged in ["split-guards", "fuse-nests"] {
+        assert!(!changed.iter().any(|p| p == unchanged), "{changed:?}");
+    }
+    assert!(changed.iter().any(|p| p == "linearize"), "{changed:?}");
+}
+
+#[test]
+fn print_after_names_passes() {
+    let out = stdout(&relayout(
+        &[
+            "lower",
+            S2D,
+            "--print-after",
+            "linearize",
+            "--print-after",
+            "coalesce",
+        ],
+        "",
+    ));
+    // The lowering header, linearize once, coalesce twice (it runs twice).
+    assert_eq!(
+        dumped(&out),
+        ["SpaceToDepth", "linearize", "coalesce", "coalesce"],
+        "{out}"
+    );
+    let err = relayout(&["lower", S2D, "--print-after", "no-such-pass"], "");
+    assert_eq!(err.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&err.stderr);
+    assert!(
+        err.contains("no-such-pass") && err.contains("fuse-nests"),
+        "{err}"
+    );
+}
+
+#[test]
+fn opt_prints_only_the_selected_dumps() {
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let out = stdout(&relayout(
+        &["opt", "-", "--print-after", "split-dims"],
+        &lowered,
+    ));
+    assert_eq!(dumped(&out), ["split-dims"], "{out}");
+    assert!(out.contains("kernel @"), "{out}");
+}
+
+#[test]
+fn print_pipeline_prints_what_opt_passes_accepts() {
+    let pipeline = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let pipeline = pipeline.trim();
+    assert!(pipeline.starts_with("canonicalize,") && pipeline.ends_with(",fuse-nests"));
+    // The printed string is accepted back, and a given --passes prints as itself.
+    let again = stdout(&relayout(
+        &["opt", "--print-pipeline", "--passes", pipeline],
+        "",
+    ));
+    assert_eq!(again.trim(), pipeline);
+    let lower = stdout(&relayout(&["lower", "--print-pipeline"], ""));
+    assert_eq!(lower.trim(), pipeline);
+}
+
+#[test]
+fn opt_help_lists_every_pass_with_its_level() {
+    let help = stdout(&relayout(&["opt", "--help"], ""));
+    for (name, level) in [
+        ("canonicalize", "index-map"),
+        ("peel-dims", "index-map"),
+        ("linearize", "index-map -> loop"),
+        ("coalesce", "loop"),
+        ("fuse-nests", "loop"),
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{help}"));
+        assert!(line.contains(level), "{line}");
+    }
+}
+
+#[test]
+fn a_pass_given_the_wrong_level_says_which_it_needs() {
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let out = relayout(&["opt", "-", "--passes", "coalesce"], &lowered);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("coalesce") && err.contains("loop IR") && err.contains("index-map IR"),
+        "{err}"
+    );
+}
