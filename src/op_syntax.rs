@@ -105,6 +105,13 @@ impl<'a> Cursor<'a> {
         } else {
             digits.to_string()
         };
+        if self.text[self.pos..].starts_with('.') || self.text[self.pos..].starts_with(['e', 'E']) {
+            let rest = self.take_while(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            return self.error(format!(
+                "{text}{rest} is not an integer: attribute values are integers, strings or \
+                 lists of them"
+            ));
+        }
         text.parse()
             .or_else(|_| self.error(format!("integer {text} does not fit in 64 bits")))
     }
@@ -163,6 +170,14 @@ fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, SyntaxError> {
     // Dimensions are the leading `NNNx` groups; what is left is the element type.
     while let Some(x) = rest.find('x') {
         let (dim, tail) = (&rest[..x], &rest[x + 1..]);
+        if dim.trim() == "?" {
+            c.pos = inner_start + (inner.len() - rest.len());
+            return c.error(format!(
+                "dim {} is dynamic (`?`): relayout compiles a kernel for one fixed shape, so \
+                 every dim must be a number",
+                shape.len()
+            ));
+        }
         if dim.is_empty() || !dim.chars().all(|ch| ch.is_ascii_digit()) {
             break;
         }
@@ -175,12 +190,31 @@ fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, SyntaxError> {
         }
         rest = tail;
     }
-    let Some(dtype) = DType::from_name(rest.trim()) else {
+    let Some(dtype) = element_type(rest.trim()) else {
         c.pos = inner_start + (inner.len() - rest.len());
-        return c.error(format!("unknown element type '{}'", rest.trim()));
+        let names: Vec<&str> = DType::ALL.iter().map(|d| d.mlir_name()).collect();
+        return c.error(format!(
+            "unknown element type '{}'; the element types are {} (or their long names, or u8, \
+             u16, u32, u64)",
+            rest.trim(),
+            names.join(", ")
+        ));
     };
     c.pos += len + 1;
     Ok(TensorType { dtype, shape })
+}
+
+/// An element type by its MLIR name (`f32`, `ui8`), its long name (`float32`, `uint8`), or
+/// the short unsigned names `u8`, `u16`, `u32`, `u64` that Rust and many tools use.
+fn element_type(name: &str) -> Option<DType> {
+    let name = match name {
+        "u8" => "ui8",
+        "u16" => "ui16",
+        "u32" => "ui32",
+        "u64" => "ui64",
+        other => other,
+    };
+    DType::from_name(name)
 }
 
 /// Parses `Name {attr = value, ...} : tensor<...>`.

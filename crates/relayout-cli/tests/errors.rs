@@ -199,10 +199,46 @@ fn bad_op_descriptions() {
             "size_overflow",
         ),
         ("", "column"),
+        // An unknown op is its own category, not a bad attribute.
+        (
+            "SpaceToDeth {block_size = 2} : tensor<1x2x2x1xf32>",
+            "[unknown_op]",
+        ),
+        // Dynamic dims are refused as such, not as an unknown element type.
+        (
+            "SpaceToDepth {block_size = 2} : tensor<1x?x2x1xf32>",
+            "dim 1 is dynamic",
+        ),
+        // An unknown element type lists the valid ones.
+        (
+            "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xq7>",
+            "the element types are f32",
+        ),
+        // A float where an integer is expected says so.
+        (
+            "SpaceToDepth {block_size = 2.5} : tensor<1x2x2x1xf32>",
+            "2.5 is not an integer",
+        ),
     ] {
         let message = expect_error(&["lower", op], "");
         assert!(message.contains(expect), "{op}: {message}");
     }
+    // The short unsigned names are accepted.
+    let out = relayout(
+        &[
+            "lower",
+            "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xu8>",
+            "--emit",
+            "loop",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tensor<1x2x2x1xui8>"));
 }
 
 #[test]

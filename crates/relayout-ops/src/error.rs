@@ -34,8 +34,10 @@ pub enum ErrorCategory {
     BadCol2ImL,
     /// `bad_col2im_attrs`: Col2Im attributes of the wrong length or out of range.
     BadCol2ImAttrs,
-    /// An unknown op name, an unknown or missing attribute, or an attribute of the wrong kind.
+    /// An unknown or missing attribute, or an attribute of the wrong kind.
     BadAttribute,
+    /// `unknown_op`: an op name relayout does not know.
+    UnknownOp,
     /// A shape whose element count, byte size or index arithmetic overflows.
     SizeOverflow,
     /// A data buffer whose length does not match its tensor type. Not a rule of the op
@@ -46,7 +48,7 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Every category, in declaration order.
-    pub const ALL: [ErrorCategory; 14] = [
+    pub const ALL: [ErrorCategory; 15] = [
         ErrorCategory::BlockSizeTooSmall,
         ErrorCategory::NotDivisible,
         ErrorCategory::CropsTooLarge,
@@ -59,6 +61,7 @@ impl ErrorCategory {
         ErrorCategory::BadCol2ImL,
         ErrorCategory::BadCol2ImAttrs,
         ErrorCategory::BadAttribute,
+        ErrorCategory::UnknownOp,
         ErrorCategory::SizeOverflow,
         ErrorCategory::BufferLength,
     ];
@@ -83,6 +86,7 @@ impl ErrorCategory {
             ErrorCategory::BadCol2ImL => "bad_col2im_L",
             ErrorCategory::BadCol2ImAttrs => "bad_col2im_attrs",
             ErrorCategory::BadAttribute => "bad_attribute",
+            ErrorCategory::UnknownOp => "unknown_op",
             ErrorCategory::SizeOverflow => "size_overflow",
             ErrorCategory::BufferLength => "buffer_length",
         }

@@ -182,7 +182,7 @@ pub fn known_attributes(name: &str) -> Option<&'static [&'static str]> {
 
 fn unknown_op(name: &str) -> OpError {
     OpError::new(
-        ErrorCategory::BadAttribute,
+        ErrorCategory::UnknownOp,
         format!("unknown op `{name}`; the ops are {}", OP_NAMES.join(", ")),
     )
 }

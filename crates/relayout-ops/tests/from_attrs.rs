@@ -146,7 +146,7 @@ fn enumerations_have_their_own_categories() {
 #[test]
 fn names_kinds_and_missing_attributes_are_bad_attributes() {
     let two = attrs(&[("block_size", int(2))]);
-    assert_eq!(category("SpaceToDepthh", &two), ErrorCategory::BadAttribute);
+    assert_eq!(category("SpaceToDepthh", &two), ErrorCategory::UnknownOp);
     // `mode` exists only for DepthToSpace.
     let a = attrs(&[("block_size", int(2)), ("mode", s("DCR"))]);
     assert_eq!(category("SpaceToDepth", &a), ErrorCategory::BadAttribute);
