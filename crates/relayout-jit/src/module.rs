@@ -95,6 +95,38 @@ struct StmtCode {
     disjoint: bool,
     /// Bytes the statement moves, saturating: how much work there is to split.
     work: u64,
+    /// For a statement whose outer loop is too short to give every thread a piece: the same
+    /// statement with its two outer loops swapped, for threaded runs (see [`wide_variant`]).
+    wide: Option<WideCode>,
+}
+
+/// The wide variant of a statement: its entry point and the extent of its outer loop (the
+/// statement's second loop). Its outer iterations always write disjoint bytes.
+struct WideCode {
+    entry: StmtFn,
+    extent: u64,
+}
+
+/// Statements whose outer loop has fewer iterations than this get a wide variant.
+const WIDE_BELOW: u64 = 16;
+
+/// `stmt` with its two outermost loops swapped, when its outer loop is short (fewer than
+/// [`WIDE_BELOW`] iterations), the second loop longer, and the iterations of the second loop
+/// write disjoint destination bytes. Cutting the swapped statement's outer loop over threads
+/// then splits a kernel whose own outer loop is 1, 2 or 3 (a batch, an RGB image) as evenly
+/// as a long one. It computes the same bytes: it visits the same points, so it stays in
+/// bounds, and an element touched at two points is touched at the same second-loop index
+/// (disjointness), where both orders visit the points by first-loop index, then inner loops.
+pub(crate) fn wide_variant(stmt: &LoopStmt) -> Option<LoopStmt> {
+    let (first, second) = (stmt.loops.first()?, stmt.loops.get(1)?);
+    if first.extent >= WIDE_BELOW || second.extent <= first.extent {
+        return None;
+    }
+    let mut wide = stmt.clone();
+    wide.loops.swap(0, 1);
+    relayout_ir::dependence::iterations_disjoint(std::slice::from_ref(&wide), 1)
+        .ok()
+        .map(|()| wide)
 }
 
 impl StmtCode {
@@ -163,10 +195,27 @@ impl JitCode {
         let sig = stmt_signature(module.target_config().default_call_conv);
         let mut funcs = Vec::with_capacity(kernel.stmts.len());
         let mut ids = Vec::with_capacity(kernel.stmts.len());
-        for index in 0..kernel.stmts.len() {
+        // The wide variants live in a copy of the kernel with those statements swapped, which
+        // verifies like the kernel (same points), and come after the kernel's own functions.
+        let in_band = |i: usize| kernel.bands.iter().any(|b| b.members().contains(&i));
+        let mut wide_kernel = kernel.unfused();
+        let mut wide = Vec::new();
+        for (index, stmt) in kernel.stmts.iter().enumerate() {
+            if let Some(w) = wide_variant(stmt).filter(|_| !in_band(index)) {
+                wide_kernel.stmts[index] = w;
+                wide.push(index);
+            }
+        }
+        if !wide.is_empty() {
+            verify(&wide_kernel)?;
+        }
+        let all = (0..kernel.stmts.len())
+            .map(|i| (kernel, i))
+            .chain(wide.iter().map(|&i| (&wide_kernel, i)));
+        for (from, index) in all {
             let config = module.target_config();
             funcs.push(translate_stmt(
-                kernel,
+                from,
                 index,
                 config,
                 &mut ModuleImports::new(module),
@@ -189,19 +238,28 @@ impl JitCode {
             .finalize_definitions()
             .map_err(|e| compile_error(None, &e))?;
 
-        let mut stmts = Vec::with_capacity(ids.len());
-        for (stmt, id) in kernel.stmts.iter().zip(ids) {
+        let entry = |id: FuncId| {
             let address = module.get_finalized_function(id);
             // SAFETY: `address` is the finalized (executable) code of a function compiled from
             // CLIF with `stmt_signature` in the ISA's default calling convention, which is the
             // platform's C calling convention, so it has exactly the type `StmtFn`. It stays
             // valid until `free_memory` in `Drop`, and it never leaves this struct.
-            let entry = unsafe { std::mem::transmute::<*const u8, StmtFn>(address) };
+            unsafe { std::mem::transmute::<*const u8, StmtFn>(address) }
+        };
+        let mut stmts = Vec::with_capacity(kernel.stmts.len());
+        for (stmt, &id) in kernel.stmts.iter().zip(&ids) {
             stmts.push(StmtCode {
-                entry,
+                entry: entry(id),
                 extent: stmt.loops.first().map_or(1, |l| l.extent),
                 disjoint: outer_iterations_disjoint(stmt),
                 work: stmt.trip_count().saturating_mul(stmt.bytes),
+                wide: None,
+            });
+        }
+        for (&index, &id) in wide.iter().zip(&ids[kernel.stmts.len()..]) {
+            stmts[index].wide = Some(WideCode {
+                entry: entry(id),
+                extent: wide_kernel.stmts[index].loops[0].extent,
             });
         }
         code.stmts = stmts;
@@ -250,24 +308,34 @@ impl JitCode {
         } else {
             1
         };
+        // The wide variant when it gives more pieces than the outer loop can.
+        let (entry, extent, n) = match &stmt.wide {
+            Some(w) if parts(stmt.work, w.extent) > n => {
+                (w.entry, w.extent, parts(stmt.work, w.extent))
+            }
+            _ => (stmt.entry, stmt.extent, n),
+        };
         match threads::pool() {
             Some(pool) if n > 1 => {
                 pool.scope(move |scope| {
-                    for range in split_even(stmt.extent, n) {
+                    for range in split_even(extent, n) {
                         scope.spawn(move |_| {
                             // SAFETY: see the module documentation: the kernel is verified,
                             // the lengths were checked by `run`, `range` is inside the outer
                             // loop, and the ranges of this scope are disjoint and the
-                            // statement's outer iterations write disjoint bytes
-                            // (`stmt.disjoint`), so the threads write disjoint parts of `dst`,
+                            // function's outer iterations write disjoint bytes
+                            // (`stmt.disjoint`, or a wide variant, whose are by
+                            // construction), so the threads write disjoint parts of `dst`,
                             // which `run` borrows mutably until the scope has ended.
-                            unsafe {
-                                (stmt.entry)(src_ptr.get(), dst_ptr.get(), range.start, range.end)
-                            }
+                            unsafe { entry(src_ptr.get(), dst_ptr.get(), range.start, range.end) }
                         });
                     }
                 });
-                ran(stmt.split(split_even(stmt.extent, n).count()));
+                ran(StmtSplit {
+                    pieces: split_even(extent, n).count(),
+                    outer_extent: extent,
+                    disjoint: true,
+                });
             }
             _ => {
                 // SAFETY: as above, on one thread over the whole outer loop.
@@ -456,13 +524,22 @@ mod tests {
         assert!(!outer_iterations_disjoint(&stmt(4, &[(10, 3)])));
         assert!(!outer_iterations_disjoint(&stmt(4, &[(10, 0)])));
         assert!(!outer_iterations_disjoint(&stmt(4, &[])));
-        // A transpose: rows of the destination are columns of the source.
-        assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 32)])));
+        // A transpose: the outer loop walks the destination's columns, the inner its rows;
+        // every point writes its own 4 bytes (the nested-layout test proves it, the interval
+        // of one outer iteration does not). With rows of 16 bytes, points collide.
+        assert!(outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 32)])));
+        assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 4), (8, 16)])));
         assert!(outer_iterations_disjoint(&stmt(4, &[(8, 32), (8, 4)])));
         assert!(outer_iterations_disjoint(&stmt(4, &[(8, -32), (8, -4)])));
         assert!(!outer_iterations_disjoint(&stmt(4, &[(8, 31), (8, 4)])));
-        assert!(!outer_iterations_disjoint(&stmt(
+        // Extreme strides do not overflow (the analysis is in i128): these points are
+        // distinct, since (j' - j) * 2^63 = 2^63 - 1 has no solution.
+        assert!(outer_iterations_disjoint(&stmt(
             1,
+            &[(2, i64::MAX), (u64::MAX, i64::MIN)]
+        )));
+        assert!(!outer_iterations_disjoint(&stmt(
+            2,
             &[(2, i64::MAX), (u64::MAX, i64::MIN)]
         )));
     }

@@ -158,15 +158,86 @@ proptest! {
             .unwrap();
             prop_assert_eq!(&got, &want, "{} pieces\n{}", pieces, k);
             // Every statement ran, and one whose outer loop writes disjoint bytes ran in as
-            // many pieces as asked (capped by its outer loop).
+            // many pieces as asked (capped by its outer loop), or, when its wide variant (two
+            // outer loops swapped) gives more pieces, in as many as that gives.
             prop_assert_eq!(ran.len(), k.stmts.len());
             for (stmt, s) in k.stmts.iter().zip(&ran) {
                 let extent = stmt.loops.first().map_or(1, |l| l.extent);
-                prop_assert_eq!(s.disjoint, super::module::outer_iterations_disjoint(stmt));
-                prop_assert_eq!(s.outer_extent, extent);
-                let want = if s.disjoint { pieces.min(extent as usize).max(1) } else { 1 };
-                prop_assert_eq!(s.pieces, want, "{}", k);
+                let own = if super::module::outer_iterations_disjoint(stmt) {
+                    pieces.min(extent as usize).max(1)
+                } else {
+                    1
+                };
+                let wide = super::module::wide_variant(stmt)
+                    .map(|w| (w.loops[0].extent, pieces.min(w.loops[0].extent as usize)))
+                    .filter(|&(_, n)| n > own);
+                match wide {
+                    Some((wide_extent, n)) => {
+                        prop_assert_eq!(s.outer_extent, wide_extent, "{}", k);
+                        prop_assert_eq!(s.pieces, n, "{}", k);
+                    }
+                    None => {
+                        prop_assert_eq!(s.outer_extent, extent);
+                        prop_assert_eq!(s.pieces, own, "{}", k);
+                    }
+                }
             }
         }
+    }
+}
+
+/// A kernel of one statement whose outer loop has 2 iterations (a batch of 2) splits into 7
+/// pieces through its wide variant, and computes what the interpreter computes.
+#[test]
+fn a_short_outer_loop_splits_through_the_wide_variant() {
+    let k = LoopKernel {
+        name: "t".into(),
+        src: TensorType::new(DType::U8, [2, 8, 4]),
+        dst: TensorType::new(DType::U8, [2, 4, 8]),
+        stmts: vec![LoopStmt {
+            action: LoopAction::Copy,
+            bytes: 1,
+            src_offset: 0,
+            dst_offset: 0,
+            loops: vec![
+                Loop {
+                    extent: 2,
+                    src_stride: 32,
+                    dst_stride: 32,
+                },
+                Loop {
+                    extent: 8,
+                    src_stride: 4,
+                    dst_stride: 1,
+                },
+                Loop {
+                    extent: 4,
+                    src_stride: 1,
+                    dst_stride: 8,
+                },
+            ],
+        }],
+        bands: vec![],
+    };
+    let src = bytes(64, 1);
+    let mut want = bytes(64, 2);
+    interpret_loops(&k, &src, &mut want).unwrap();
+    let code = JitCode::compile(&k).unwrap();
+    for (pieces, extent, ran_pieces) in [(2usize, 2u64, 2usize), (3, 8, 3), (7, 8, 7), (64, 8, 8)] {
+        let mut got = bytes(64, 2);
+        let mut ran = Vec::new();
+        code.run(
+            &src[..],
+            &mut got[..],
+            &|_, e| pieces.min(e as usize),
+            &mut |s| ran.push(s),
+        )
+        .unwrap();
+        assert_eq!(got, want, "{pieces} pieces");
+        assert_eq!(
+            (ran[0].outer_extent, ran[0].pieces),
+            (extent, ran_pieces),
+            "{pieces}"
+        );
     }
 }
