@@ -357,11 +357,32 @@ impl CompiledOp {
         Ok(self.inner.kernel.run_typed(src, dst)?)
     }
 
+    /// [`run_typed`](Self::run_typed) split over `threads` threads, as
+    /// [`run_threaded`](Self::run_threaded).
+    pub fn run_threaded_typed<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut [T],
+        threads: usize,
+    ) -> Result<(), Error> {
+        Ok(self.inner.kernel.run_threaded_typed(src, dst, threads)?)
+    }
+
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
         let mut dst = zeroed_buffer(&self.inner.output)?;
         self.run(src, &mut dst)?;
         Ok(dst)
+    }
+}
+
+impl std::fmt::Debug for CompiledOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CompiledOp({:?} : {} -> {})",
+            self.inner.op, self.inner.input, self.inner.output
+        )
     }
 }
 

@@ -274,3 +274,31 @@ fn wrong_buffer_lengths_are_errors() {
     let mut wrong_type = [0u16; 4];
     assert!(kernel.run_typed(&[0u16; 4], &mut wrong_type).is_err());
 }
+
+#[test]
+fn typed_threaded_runs_and_debug() {
+    let op = Op::DepthToSpace {
+        block_size: 2,
+        data_format: DataFormat::Nhwc,
+        mode: DepthToSpaceMode::Dcr,
+    };
+    let input = TensorType::new(DType::F32, [2, 8, 8, 4]);
+    let kernel = compile(&op, &input).unwrap();
+    let src: Vec<f32> = (0..512).map(|i| i as f32).collect();
+    let mut one = vec![0f32; 512];
+    kernel.run_typed(&src, &mut one).unwrap();
+    let mut two = vec![-1f32; 512];
+    kernel.run_threaded_typed(&src, &mut two, 2).unwrap();
+    assert_eq!(one, two);
+    assert_ne!(one, src, "DepthToSpace moves elements");
+    // The element size is checked as for run_typed.
+    let mut wrong = vec![0u16; 512];
+    assert!(kernel
+        .run_threaded_typed(&vec![0u16; 512], &mut wrong, 2)
+        .is_err());
+    let debug = format!("{kernel:?}");
+    assert!(
+        debug.contains("DepthToSpace") && debug.contains("tensor<2x8x8x4xf32>"),
+        "{debug}"
+    );
+}

@@ -63,8 +63,10 @@ Examples:
   relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
   python3 -c 'import numpy as np; print(np.load(\"y.npy\"))'
   relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy
+  relayout run 'DepthToSpace {block_size = 2}' --input x.npy --time
 
-The input type in the op must be the file's dtype and shape.";
+An input type given in the op must be the file's dtype and shape; without one, the file's is
+used. Without --output the result is printed.";
 
 const BENCH_EXAMPLES: &str = "\
 Examples:

@@ -298,3 +298,69 @@ fn an_op_without_input_is_an_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--input"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_input_type_may_come_from_the_file_and_the_result_is_printed() {
+    let dir = TempDir::new("untyped");
+    let x = dir.path("x.npy");
+    std::fs::write(
+        &x,
+        npy(
+            "<f4",
+            false,
+            &[1, 2, 2, 1],
+            &f32_bytes([1.0, 2.0, 3.0, 4.0]),
+        ),
+    )
+    .unwrap();
+    // No `: tensor<...>`, no --output: the type is the file's and the result is printed.
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2}",
+        "--input",
+        x.to_str().unwrap(),
+        "--time",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tensor<1x1x1x4xf32>"), "{text}");
+    // The one pixel of depth 4 holds the 2x2 block in order.
+    assert!(
+        text.contains("1, 2, 3, 4") || text.contains("1.0, 2.0, 3.0, 4.0"),
+        "{text}"
+    );
+    // --time prints both times with units.
+    let time = text
+        .lines()
+        .find(|l| l.starts_with("compile "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        time.contains(", run ") && ["ns", "us", "ms"].iter().any(|u| time.contains(u)),
+        "{time}"
+    );
+    // A type given in the op must still be the file's.
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf64>",
+        "--input",
+        x.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn zero_threads_is_an_error() {
+    let dir = TempDir::new("zerothreads");
+    let x = dir.path("x.npy");
+    std::fs::write(&x, npy("<f4", false, &[1, 2, 2, 1], &f32_bytes([1.0; 4]))).unwrap();
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2}",
+        "--input",
+        x.to_str().unwrap(),
+        "--threads",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--threads"), "{}", stderr(&out));
+}

@@ -44,6 +44,29 @@ impl CompiledKernel {
     /// [`run`](Self::run) on element slices. `T` must have the size of the kernel's element
     /// type (any type of that size is accepted: an f32 kernel moves `u32`s just as well).
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), RunError> {
+        self.check_element::<T>()?;
+        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+    }
+
+    /// [`run_typed`](Self::run_typed) on up to `threads` threads, as
+    /// [`run_threaded`](Self::run_threaded).
+    pub fn run_threaded_typed<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut [T],
+        threads: usize,
+    ) -> Result<(), RunError> {
+        self.check_element::<T>()?;
+        self.code.run(
+            src,
+            dst,
+            &|work, extent| threads::pieces(threads, work, extent),
+            &mut |_| (),
+        )
+    }
+
+    /// `T` must have the size of the kernel's element type.
+    fn check_element<T: Element>(&self) -> Result<(), RunError> {
         let dtype = self.loop_kernel().dtype();
         let size = size_of::<T>() as u64;
         if size != dtype.size() {
@@ -55,7 +78,7 @@ impl CompiledKernel {
                 element_size: size,
             });
         }
-        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+        Ok(())
     }
 
     /// [`run`](Self::run) on up to `threads` threads of a process-wide pool. Statements run in
