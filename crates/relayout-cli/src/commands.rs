@@ -157,9 +157,11 @@ pub fn opt(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn conformance(dirs: &[PathBuf]) -> Result<ExitCode, String> {
+pub fn conformance(dirs: &[PathBuf], verbose: bool) -> Result<ExitCode, String> {
     let mut passed = 0usize;
     let mut failed = 0usize;
+    // Per op: (passed, failed), for the verbose summary.
+    let mut per_op: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
     for dir in dirs {
         if !dir.exists() {
             return Err(format!("{} does not exist", dir.display()));
@@ -172,19 +174,37 @@ pub fn conformance(dirs: &[PathBuf]) -> Result<ExitCode, String> {
             ));
         }
         for path in cases {
-            match conformance::run_case_file(&path) {
-                Ok(()) => passed += 1,
+            let stem = path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            let (op, outcome) = match conformance::load_case(&path) {
+                Ok(case) => (
+                    case.op_name.clone(),
+                    conformance::run_case(&case, conformance::RunOptions::default()).map(drop),
+                ),
+                Err(e) => ("(unreadable)".to_string(), Err(e.to_string())),
+            };
+            let counts = per_op.entry(op).or_default();
+            match outcome {
+                Ok(()) => {
+                    passed += 1;
+                    counts.0 += 1;
+                    if verbose {
+                        println!("ok   {stem}");
+                    }
+                }
                 Err(why) => {
                     failed += 1;
-                    println!(
-                        "FAIL {}: {why}",
-                        path.file_stem().map_or_else(
-                            || path.display().to_string(),
-                            |s| s.to_string_lossy().into_owned()
-                        )
-                    );
+                    counts.1 += 1;
+                    println!("FAIL {stem}: {why}");
                 }
             }
+        }
+    }
+    if verbose {
+        for (op, (p, f)) in &per_op {
+            println!("{op}: {p} passed, {f} failed");
         }
     }
     println!("{passed} passed, {failed} failed");

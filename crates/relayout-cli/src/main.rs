@@ -54,6 +54,7 @@ const CONFORMANCE_EXAMPLES: &str = "\
 Examples:
   relayout conformance tests/conformance
   relayout conformance tests/conformance/SpaceToDepth tests/conformance/DepthToSpace
+  relayout conformance -v tests/conformance
 
 The last line is exactly `N passed, M failed`; the exit status is 0 only when M is 0.";
 
@@ -140,6 +141,9 @@ enum Command {
         /// Directories to search for case files, recursively.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// One line per case (`ok` or `FAIL`), then a summary per op, before the total.
+        #[arg(short, long)]
+        verbose: bool,
     },
     /// Run an op on a NumPy .npy file and write the result as .npy.
     #[command(after_help = RUN_EXAMPLES)]
@@ -210,7 +214,7 @@ fn main() -> ExitCode {
             passes,
             print,
         } => commands::opt(file.as_deref(), passes.as_deref(), &print),
-        Command::Conformance { dirs } => commands::conformance(&dirs),
+        Command::Conformance { dirs, verbose } => commands::conformance(&dirs, verbose),
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),
     };

@@ -3,7 +3,7 @@
 //! exactly one line on standard error, `error: ...`, that says what is wrong, and never with a
 //! panic or a backtrace.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn relayout(args: &[&str], stdin: &str) -> Output {
@@ -165,6 +165,34 @@ fn conformance_reports_a_malformed_case_as_a_failure() {
         "{stdout}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn conformance_verbose_prints_every_case_and_a_summary_per_op() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/SpaceToDepth");
+    let cases = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .count();
+    let out = relayout(&["conformance", "-v", dir.to_str().unwrap()], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let ok = stdout.lines().filter(|l| l.starts_with("ok   ")).count();
+    assert_eq!(ok, cases, "{stdout}");
+    assert!(
+        stdout.contains(&format!("SpaceToDepth: {cases} passed, 0 failed")),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("{cases} passed, 0 failed").as_str())
+    );
 }
 
 #[test]

@@ -94,8 +94,34 @@ impl Parser<'_> {
         }
     }
 
+    /// An object's keys must be among `known`: a misspelt key (`tolerence`) would otherwise be
+    /// silently ignored.
+    fn only(&self, obj: &Map<String, Value>, what: &str, known: &[&str]) -> Result<(), LoadError> {
+        match obj.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(key) => Err(self.schema(format!(
+                "{what}: unknown key `{key}`; the keys are {}",
+                known.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn case(&self, v: &Value) -> Result<Case, LoadError> {
         let obj = self.object(v, "a case")?;
+        self.only(
+            obj,
+            "a case",
+            &[
+                "name",
+                "op",
+                "attrs",
+                "input",
+                "output",
+                "error",
+                "tolerance",
+                "source",
+            ],
+        )?;
         let name = self.string(obj, "name")?.to_string();
         let op_name = self.string(obj, "op")?.to_string();
         let attrs = match obj.get("attrs") {
@@ -177,6 +203,7 @@ impl Parser<'_> {
         need_data: bool,
     ) -> Result<(TensorType, Option<Vec<u8>>), LoadError> {
         let obj = self.object(v, &format!("`{what}`"))?;
+        self.only(obj, what, &["dtype", "shape", "data"])?;
         let dtype_name = self.string(obj, "dtype")?;
         let dtype = DType::from_name(dtype_name).ok_or_else(|| {
             self.err(

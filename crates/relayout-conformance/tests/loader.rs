@@ -198,6 +198,20 @@ fn malformed_files_are_typed_errors() {
 }
 
 #[test]
+fn unknown_keys_are_errors() {
+    // A misspelt key at the case level or in a tensor would otherwise be silently ignored.
+    let misspelt = r#"{"name": "t", "op": "SpaceToDepth", "attrs": {"block_size": 2},
+        "input": {"dtype": "float32", "shape": [1]}, "error": "bad_rank", "tolerence": 1}"#;
+    let (kind, message) = load_error(misspelt);
+    assert_eq!(kind, LoadErrorKind::Schema);
+    assert!(message.contains("unknown key `tolerence`"), "{message}");
+    let (_, message) = load_error(&case_with_input(
+        r#"{"dtype": "float32", "shape": [1], "strides": [4]}"#,
+    ));
+    assert!(message.contains("unknown key `strides`"), "{message}");
+}
+
+#[test]
 fn missing_files_are_io_errors() {
     let e = relayout_conformance::load_case(Path::new("no/such/case.json")).unwrap_err();
     assert_eq!(e.kind, LoadErrorKind::Io);
