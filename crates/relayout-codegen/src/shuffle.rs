@@ -84,7 +84,7 @@ struct Candidate {
 /// Chooses how to vectorise `stmt`, or `None` when this path does not apply: then the
 /// ordinary nest runs it.
 pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
-    if stmt.action != LoopAction::Copy || stmt.bytes >= V as u64 || !dst_disjoint(stmt) {
+    if stmt.action != LoopAction::Copy || stmt.bytes >= V as u64 || !relayout_ir::dependence::points_disjoint(stmt, 0) {
         return None;
     }
     let run = stmt.bytes;
@@ -410,27 +410,6 @@ static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| 
     out
 });
 
-/// Whether the destination runs of `stmt` are pairwise disjoint, by the sufficient test that
-/// each loop's stride, smallest first, steps over everything the smaller ones cover.
-fn dst_disjoint(stmt: &LoopStmt) -> bool {
-    let mut loops: Vec<&Loop> = stmt.loops.iter().filter(|l| l.extent > 1).collect();
-    loops.sort_by_key(|l| l.dst_stride.unsigned_abs());
-    let mut span = stmt.bytes;
-    for l in loops {
-        let stride = l.dst_stride.unsigned_abs();
-        if stride < span {
-            return false;
-        }
-        let Some(s) = stride
-            .checked_mul(l.extent - 1)
-            .and_then(|s| s.checked_add(span))
-        else {
-            return false;
-        };
-        span = s;
-    }
-    true
-}
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {

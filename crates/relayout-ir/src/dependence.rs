@@ -1,7 +1,9 @@
 //! Which destination bytes the iterations of a loop touch, and whether different iterations
 //! touch disjoint bytes: the question behind fusing statements into a band (a later member's
-//! iteration `p` then runs before an earlier member's iteration `q > p`) and behind cutting a
-//! loop into pieces for threads (pieces run at the same time).
+//! iteration `p` then runs before an earlier member's iteration `q > p`), behind cutting a
+//! loop into pieces for threads (pieces run at the same time), behind reordering a copy's
+//! loops (`interchange`) and behind moving a copy's points in shuffled vectors (codegen): all
+//! of them ask this module, so they cannot disagree on a statement.
 //!
 //! Only the destination matters: the source is never written. A statement's destination
 //! footprint at one iteration of its loop `k` is an interval: the run, swept by every loop

@@ -41,7 +41,7 @@ impl LoopPass for Interchange {
 impl_pass!(loops Interchange);
 
 fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
-    if s.loops.len() < 2 || (s.action == LoopAction::Copy && !dst_runs_disjoint(s)) {
+    if s.loops.len() < 2 || (s.action == LoopAction::Copy && !relayout_ir::dependence::points_disjoint(s, 0)) {
         return s.clone();
     }
     let key_dst = |l: &Loop| (l.dst_stride.unsigned_abs(), l.src_stride.unsigned_abs());
@@ -97,17 +97,3 @@ fn page_revisits(s: &LoopStmt) -> usize {
     count
 }
 
-/// True when no two points of the nest write the same destination byte: with the loops of
-/// extent above 1 sorted by `|dst stride|`, the smallest stride is at least `bytes` and each
-/// next one at least the previous stride times its extent (a mixed radix whose digits cannot
-/// collide).
-fn dst_runs_disjoint(s: &LoopStmt) -> bool {
-    let mut loops: Vec<&Loop> = s.loops.iter().filter(|l| l.extent > 1).collect();
-    loops.sort_by_key(|l| l.dst_stride.unsigned_abs());
-    let mut need = s.bytes;
-    loops.iter().all(|l| {
-        let ok = l.dst_stride.unsigned_abs() >= need;
-        need = l.dst_stride.unsigned_abs().saturating_mul(l.extent);
-        ok
-    })
-}
