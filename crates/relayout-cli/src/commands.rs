@@ -20,21 +20,71 @@ fn read_op(op: Option<String>, case: Option<PathBuf>) -> Result<(Op, TensorType)
             let op = Op::from_attrs(&case.op_name, &case.attrs).map_err(|e| e.to_string())?;
             Ok((op, case.input))
         }
-        _ => Err("give an op description or --case FILE (see `relayout lower --help`)".into()),
+        _ => Err(
+            "give an op description, --case FILE or --ir FILE (see `relayout lower --help`)".into(),
+        ),
     }
 }
 
+/// Where `lower` starts: an op description, a conformance case, or a file of IR text.
+pub struct Source {
+    pub op: Option<String>,
+    pub case: Option<PathBuf>,
+    pub ir: Option<PathBuf>,
+}
+
+/// The stages `lower` has for what it was given: IR text starts at its own level.
+struct LowerStages {
+    lowered: Option<relayout::ir::Kernel>,
+    optimized: Option<relayout::ir::Kernel>,
+    loops: Option<relayout::ir::LoopKernel>,
+}
+
+/// Runs `pipeline` on `start`, keeping the last index-map IR and the loop IR it reaches.
+fn run_pipeline(
+    start: relayout::ir::AnyKernel,
+    pipeline: relayout::passes::Pipeline,
+) -> Result<LowerStages, String> {
+    use relayout::ir::AnyKernel;
+    let lowered = match &start {
+        AnyKernel::Index(k) => Some(k.clone()),
+        AnyKernel::Loops(_) => None,
+    };
+    let mut optimized = lowered.clone();
+    let run = relayout::passes::PassManager::new(pipeline)
+        .verify_each(true)
+        .run_with(start, &mut |_, ir| {
+            if let AnyKernel::Index(k) = ir {
+                optimized = Some(k.clone());
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let loops = match run {
+        AnyKernel::Loops(k) => Some(k),
+        AnyKernel::Index(_) => None,
+    };
+    Ok(LowerStages {
+        lowered,
+        optimized,
+        loops,
+    })
+}
+
 pub fn lower(
-    op: Option<String>,
-    case: Option<PathBuf>,
-    emit: Option<Emit>,
+    source: Source,
+    passes: Option<&str>,
+    emit: &[Emit],
     print: &PrintFlags,
 ) -> Result<ExitCode, String> {
     if print.print_pipeline {
-        println!("{}", relayout::passes::DEFAULT_PIPELINE);
+        let pipeline = match passes {
+            Some(p) => relayout::passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
+            None => relayout::passes::default_pipeline(),
+        };
+        println!("{pipeline}");
         return Ok(ExitCode::SUCCESS);
     }
-    if emit == Some(Emit::Asm) && !relayout::HAS_DISASSEMBLER {
+    if emit.contains(&Emit::Asm) && !relayout::HAS_DISASSEMBLER {
         // Refused before any work, with the command that gives a build that can do it.
         return Err(
             "--emit asm needs the disassembler, which this build leaves out: rebuild with \
@@ -44,46 +94,121 @@ pub fn lower(
                 .into(),
         );
     }
-    let (op, input) = read_op(op, case)?;
-    let selection = print.selection();
-    if !selection.is_none() {
-        return match relayout::print_after(&op, &input, &selection) {
-            Ok(text) => {
-                print!("{text}");
-                Ok(ExitCode::SUCCESS)
-            }
-            Err((text, e)) => {
-                print!("{text}");
-                Err(e.to_string())
-            }
-        };
-    }
-    let stages = relayout::lower(&op, &input).map_err(|e| e.to_string())?;
-    let clif = || relayout::clif_text(&stages.loops).map_err(|e| e.to_string());
-    match emit {
-        Some(Emit::Lowered) => print!("{}", stages.lowered),
-        Some(Emit::Index) => print!("{}", stages.optimized),
-        Some(Emit::Loop) => print!("{}", stages.loops),
-        Some(Emit::Clif) => print!("{}", clif()?),
-        Some(Emit::Vcode) => print!(
-            "{}",
-            relayout::vcode_text(&stages.loops).map_err(|e| e.to_string())?
-        ),
-        Some(Emit::Asm) => print!(
-            "{}",
-            relayout::asm_text(&stages.loops).map_err(|e| e.to_string())?
-        ),
+    let pipeline = passes
+        .map(relayout::passes::Pipeline::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let stages = match source.ir {
+        Some(file) => {
+            let text = read_text(&file)?;
+            let ir = relayout::ir::parse_any(&text)
+                .map_err(|e| format!("{}: {}", file.display(), e.render(&text)))?;
+            let pipeline = match (&ir, pipeline) {
+                (_, Some(p)) => p,
+                (relayout::ir::AnyKernel::Index(_), None) => relayout::passes::default_pipeline(),
+                (relayout::ir::AnyKernel::Loops(_), None) => {
+                    relayout::passes::Pipeline::parse("").map_err(|e| e.to_string())?
+                }
+            };
+            run_pipeline(ir, pipeline).map_err(|e| format!("{}: {e}", file.display()))?
+        }
         None => {
-            println!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
-            println!(
-                "// ----- index-map IR after simplification ----- //\n{}",
-                stages.optimized
-            );
-            println!("// ----- loop IR ----- //\n{}", stages.loops);
-            println!("// ----- Cranelift IR ----- //\n{}", clif()?);
+            let (op, input) = read_op(source.op, source.case)?;
+            let selection = print.selection();
+            if !selection.is_none() {
+                return match relayout::print_after(&op, &input, &selection) {
+                    Ok(text) => {
+                        print!("{text}");
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err((text, e)) => {
+                        print!("{text}");
+                        Err(e.to_string())
+                    }
+                };
+            }
+            match pipeline {
+                Some(p) => {
+                    let lowered = op.lower(&input).map_err(|e| e.to_string())?;
+                    run_pipeline(relayout::ir::AnyKernel::Index(lowered), p)?
+                }
+                None => {
+                    let s = relayout::lower(&op, &input).map_err(|e| e.to_string())?;
+                    LowerStages {
+                        lowered: Some(s.lowered),
+                        optimized: Some(s.optimized),
+                        loops: Some(s.loops),
+                    }
+                }
+            }
+        }
+    };
+    let all = [Emit::Lowered, Emit::Index, Emit::Loop, Emit::Clif];
+    let (wanted, headers) = if emit.is_empty() {
+        (&all[..], true)
+    } else {
+        (emit, emit.len() > 1)
+    };
+    for &stage in wanted {
+        let (title, text) = stage_text(&stages, stage, emit.is_empty())?;
+        let Some(text) = text else { continue };
+        if headers {
+            println!("// ----- {title} ----- //\n{text}");
+        } else {
+            print!("{text}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The header title and the text of one stage; `None` text when the input does not have the
+/// stage and `optional` (the default listing skips it), an error otherwise.
+fn stage_text(
+    stages: &LowerStages,
+    stage: Emit,
+    optional: bool,
+) -> Result<(&'static str, Option<String>), String> {
+    let missing = |what: &str| -> Result<(&'static str, Option<String>), String> {
+        if optional {
+            Ok(("", None))
+        } else {
+            Err(format!(
+                "the input has no {what}: loop IR has no index-map stages, and a pipeline that \
+                 stops before `linearize` has no loop IR"
+            ))
+        }
+    };
+    let loops = |f: &dyn Fn(&relayout::ir::LoopKernel) -> Result<String, relayout::Error>,
+                 title: &'static str| {
+        match &stages.loops {
+            Some(l) => Ok((title, Some(f(l).map_err(|e| e.to_string())?))),
+            None => missing("loop IR"),
+        }
+    };
+    match stage {
+        Emit::Lowered => match &stages.lowered {
+            Some(k) => Ok(("lowered index-map IR", Some(k.to_string()))),
+            None => missing("index-map IR"),
+        },
+        Emit::Index => match &stages.optimized {
+            Some(k) => Ok(("index-map IR after simplification", Some(k.to_string()))),
+            None => missing("index-map IR"),
+        },
+        Emit::Loop => loops(&|l| Ok(l.to_string()), "loop IR"),
+        Emit::Clif => loops(&|l| relayout::clif_text(l), "Cranelift IR"),
+        Emit::Vcode => loops(&|l| relayout::vcode_text(l), "machine code (VCode)"),
+        Emit::Asm => loops(&|l| relayout::asm_text(l), "machine code (disassembly)"),
+    }
+}
+
+/// The text of `file`, or of standard input for `-`.
+fn read_text(file: &Path) -> Result<String, String> {
+    if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("cannot read standard input: {e}"))
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+    }
 }
 
 pub fn demo() -> Result<ExitCode, String> {
@@ -145,12 +270,7 @@ pub fn opt(
         return Ok(ExitCode::SUCCESS);
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;
-    let text = if file == Path::new("-") {
-        std::io::read_to_string(std::io::stdin())
-            .map_err(|e| format!("cannot read standard input: {e}"))?
-    } else {
-        std::fs::read_to_string(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?
-    };
+    let text = read_text(file)?;
     let out = relayout::opt_with(&text, passes, &print.selection())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     print!("{out}");

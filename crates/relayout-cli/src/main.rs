@@ -29,6 +29,9 @@ Examples:
   relayout lower --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --emit loop
   relayout lower 'Col2Im {image_shape = [5, 5], block_shape = [2, 2]} : tensor<1x4x16xf32>' --print-after-all
   relayout lower 'DepthToSpace {block_size = 2, data_format = \"NCHW\", mode = \"CRD\"} : tensor<1x8x3x3xf32>' --emit vcode
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop,clif
+  relayout lower --ir kernel.ir --emit loop,vcode
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --passes canonicalize,split-dims,linearize --emit loop
 
 --emit asm needs a build with the disassembler (capstone, which needs a C compiler):
   cargo run --release -p relayout-cli --features disas -- lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit asm";
@@ -114,9 +117,18 @@ enum Command {
         /// Read the op from a conformance case file instead (its op, attrs and input type).
         #[arg(long, conflicts_with = "op")]
         case: Option<PathBuf>,
-        /// Print only this stage.
-        #[arg(long, value_enum)]
-        emit: Option<Emit>,
+        /// Start from a file of IR text instead (index-map or loop IR, as `opt` prints it), or
+        /// - for standard input: hand-written or `opt`-produced IR down to machine code.
+        #[arg(long, conflicts_with_all = ["op", "case"])]
+        ir: Option<PathBuf>,
+        /// Run this pipeline (comma-separated pass names) instead of the default one. On loop IR
+        /// the default is no pass.
+        #[arg(long)]
+        passes: Option<String>,
+        /// Print only these stages (comma-separated or repeated), each under a header when
+        /// there are several.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        emit: Vec<Emit>,
         #[command(flatten)]
         print: PrintFlags,
     },
@@ -205,9 +217,16 @@ fn main() -> ExitCode {
         Command::Lower {
             op,
             case,
+            ir,
+            passes,
             emit,
             print,
-        } => commands::lower(op, case, emit, &print),
+        } => commands::lower(
+            commands::Source { op, case, ir },
+            passes.as_deref(),
+            &emit,
+            &print,
+        ),
         Command::Demo => commands::demo(),
         Command::Opt {
             file,

@@ -141,3 +141,56 @@ fn a_pass_given_the_wrong_level_says_which_it_needs() {
         "{err}"
     );
 }
+
+#[test]
+fn ir_text_goes_all_the_way_to_machine_code() {
+    // Loop IR as `lower --emit loop` prints it, fed back through `lower --ir -`.
+    let loops = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    let out = stdout(&relayout(
+        &["lower", "--ir", "-", "--emit", "loop,clif,vcode"],
+        &loops,
+    ));
+    assert!(out.contains("// ----- loop IR ----- //"), "{out}");
+    assert!(out.contains("// ----- Cranelift IR ----- //"), "{out}");
+    assert!(
+        out.contains("// ----- machine code (VCode) ----- //"),
+        "{out}"
+    );
+    assert!(out.contains(loops.trim_end()), "{out}");
+    // Index-map IR goes through the default pipeline, or the one given.
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let out = stdout(&relayout(
+        &["lower", "--ir", "-", "--emit", "loop"],
+        &lowered,
+    ));
+    assert_eq!(out, loops);
+    // Loop IR has no index-map stage to print.
+    let out = relayout(&["lower", "--ir", "-", "--emit", "lowered"], &loops);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no index-map IR"));
+}
+
+#[test]
+fn lower_runs_a_given_pipeline() {
+    // Without the loop passes, linearize's loop IR is printed as it comes out.
+    let out = stdout(&relayout(
+        &[
+            "lower",
+            S2D,
+            "--passes",
+            "canonicalize,split-dims,linearize",
+            "--emit",
+            "loop",
+        ],
+        "",
+    ));
+    let default = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    assert!(out.starts_with("loops @"), "{out}");
+    assert_ne!(out, default, "coalesce and interchange change this kernel");
+    // A pipeline that stops before linearize has no loop IR.
+    let err = relayout(
+        &["lower", S2D, "--passes", "canonicalize", "--emit", "loop"],
+        "",
+    );
+    assert_eq!(err.status.code(), Some(2));
+}

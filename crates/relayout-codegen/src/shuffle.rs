@@ -84,7 +84,10 @@ struct Candidate {
 /// Chooses how to vectorise `stmt`, or `None` when this path does not apply: then the
 /// ordinary nest runs it.
 pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
-    if stmt.action != LoopAction::Copy || stmt.bytes >= V as u64 || !relayout_ir::dependence::points_disjoint(stmt, 0) {
+    if stmt.action != LoopAction::Copy
+        || stmt.bytes >= V as u64
+        || !relayout_ir::dependence::points_disjoint(stmt, 0)
+    {
         return None;
     }
     let run = stmt.bytes;
@@ -409,7 +412,6 @@ static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| 
     }
     out
 });
-
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {

@@ -41,7 +41,9 @@ impl LoopPass for Interchange {
 impl_pass!(loops Interchange);
 
 fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
-    if s.loops.len() < 2 || (s.action == LoopAction::Copy && !relayout_ir::dependence::points_disjoint(s, 0)) {
+    if s.loops.len() < 2
+        || (s.action == LoopAction::Copy && !relayout_ir::dependence::points_disjoint(s, 0))
+    {
         return s.clone();
     }
     let key_dst = |l: &Loop| (l.dst_stride.unsigned_abs(), l.src_stride.unsigned_abs());
@@ -96,4 +98,3 @@ fn page_revisits(s: &LoopStmt) -> usize {
     }
     count
 }
-
