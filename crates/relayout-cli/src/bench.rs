@@ -27,7 +27,12 @@ const BUDGET_PER_CASE: Duration = Duration::from_millis(500);
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// The suite: a JSON array of cases {"name", "op", "attrs", "dtype", "input_shape"}.
-    suite: PathBuf,
+    #[arg(required_unless_present = "ops")]
+    suite: Option<PathBuf>,
+    /// Benchmark this op instead of a suite, in the syntax of `lower` (repeatable), e.g.
+    /// 'SpaceToDepth {block_size = 2} : tensor<8x3x640x640xf32>'.
+    #[arg(long = "op", value_name = "OP", conflicts_with = "suite")]
+    ops: Vec<String>,
     /// Threads for the kernel (run_threaded) and for the memcpy reference. Default: the
     /// BENCH_THREADS environment variable, or 1.
     #[arg(long)]
@@ -67,7 +72,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
             Ok(result) => {
                 out.text(&report::row(&result));
                 if args.json {
-                    println!("{}", report::json_line(&result));
+                    println!("{}", report::json_line(&result, threads));
                 }
                 results.push(result);
             }
@@ -120,13 +125,32 @@ fn thread_count(flag: Option<usize>) -> Result<usize, String> {
 }
 
 fn selected_cases(args: &BenchArgs) -> Result<Vec<suite::SuiteCase>, String> {
-    let mut cases = suite::load(&args.suite)?;
+    let Some(path) = &args.suite else {
+        // Ops from the command line: each is its own case, named by its op and input type.
+        return args
+            .ops
+            .iter()
+            .map(|text| {
+                let spec = relayout::parse_op_spec(text)
+                    .map_err(|e| format!("in the op description {text:?}, {e}"))?;
+                Ok(suite::SuiteCase {
+                    name: format!("{}:{}", spec.name, spec.input),
+                    spec: Ok(suite::CaseSpec {
+                        op_name: spec.name,
+                        attrs: spec.attrs,
+                        input: spec.input,
+                    }),
+                })
+            })
+            .collect();
+    };
+    let mut cases = suite::load(path)?;
     if let Some(filter) = &args.filter {
         cases.retain(|c| c.name.contains(filter.as_str()));
         if cases.is_empty() {
             return Err(format!(
                 "no case of {} has a name containing {filter:?}",
-                args.suite.display()
+                path.display()
             ));
         }
     }

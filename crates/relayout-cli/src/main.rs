@@ -76,7 +76,10 @@ const BENCH_EXAMPLES: &str = "\
 Examples:
   relayout bench bench/suite.json --threads 1
   relayout bench bench/suite.json --filter d2s_ --reps 20
-  BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl";
+  BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl
+  relayout bench --op 'SpaceToDepth {block_size = 2} : tensor<8x3x640x640xf32>' --op 'DepthToSpace {block_size = 2} : tensor<1x64x256x256xf32>'
+
+--json prints one line per case: {\"case\", \"median_ns\", \"compile_ns\", \"memcpy_ns\", \"threads\", \"reps\", \"ratio\"}.";
 
 #[derive(Parser)]
 #[command(

@@ -53,14 +53,17 @@ pub fn row(r: &CaseResult) -> String {
     )
 }
 
-/// The machine-readable line; the key order is part of the format.
-pub fn json_line(r: &CaseResult) -> String {
+/// The machine-readable line; the key order is part of the format (new keys go at the end).
+pub fn json_line(r: &CaseResult, threads: usize) -> String {
     format!(
-        "{{\"case\": {}, \"median_ns\": {}, \"compile_ns\": {}, \"memcpy_ns\": {}}}",
+        "{{\"case\": {}, \"median_ns\": {}, \"compile_ns\": {}, \"memcpy_ns\": {}, \
+         \"threads\": {threads}, \"reps\": {}, \"ratio\": {:.4}}}",
         serde_json::Value::String(r.name.clone()),
         r.timing.kernel_ns.round() as u64,
         r.compile.as_nanos(),
         r.timing.memcpy_ns.round() as u64,
+        r.timing.reps,
+        r.ratio(),
     )
 }
 
@@ -180,8 +183,11 @@ mod tests {
     #[test]
     fn json_line_is_exact() {
         assert_eq!(
-            json_line(&result("a\"b")),
-            r#"{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000}"#
+            json_line(&result("a\"b"), 2),
+            format!(
+                r#"{{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000, "threads": 2, "reps": {}, "ratio": 2.0004}}"#,
+                result("x").timing.reps
+            )
         );
     }
 
