@@ -42,15 +42,8 @@ fn run_all(options: RunOptions) -> (usize, usize) {
                 let Split::Pieces(n) = options.split else {
                     continue;
                 };
-                for (i, stmt) in report.statements.iter().enumerate() {
-                    if stmt.pieces != stmt.expected_pieces(n) {
-                        failures.push(format!(
-                            "{}: statement {i} ran in {} pieces, expected {}: {stmt:?}",
-                            case.name,
-                            stmt.pieces,
-                            stmt.expected_pieces(n)
-                        ));
-                    }
+                if let Err(why) = report.check_forced(n) {
+                    failures.push(format!("{}: {why}", case.name));
                 }
             }
             Ok(None) => {}

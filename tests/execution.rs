@@ -237,14 +237,9 @@ fn check_all_agree(op: &Op, input: &TensorType, seed: u64) {
         let report = kernel
             .run_split(&src, &mut threaded, Split::Pieces(pieces))
             .unwrap();
-        for s in &report.statements {
-            assert_eq!(
-                s.pieces,
-                s.expected_pieces(pieces),
-                "{op:?} on {input} did not split into {pieces}: {s:?}\n{}",
-                kernel.stages().loops
-            );
-        }
+        report
+            .check_forced(pieces)
+            .unwrap_or_else(|e| panic!("{op:?} on {input}: {e}\n{}", kernel.stages().loops));
         assert_eq!(
             threaded, reference,
             "JIT in {pieces} pieces vs reference for {op:?} on {input}"

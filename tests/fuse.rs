@@ -42,13 +42,9 @@ fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
         let report = fused
             .run_split(&src, &mut threaded, relayout::Split::Pieces(pieces))
             .unwrap();
-        for s in &report.statements {
-            assert_eq!(
-                s.pieces,
-                s.expected_pieces(pieces),
-                "{ops:?} on {input}: {s:?}"
-            );
-        }
+        report
+            .check_forced(pieces)
+            .unwrap_or_else(|e| panic!("{ops:?} on {input}: {e}"));
         assert_eq!(threaded, want, "{ops:?} on {input}, {pieces} pieces");
     }
     fused.movement()

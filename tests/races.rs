@@ -51,13 +51,9 @@ fn run_and_check(
     let report = kernel
         .run_split(&src, &mut got, Split::Pieces(pieces))
         .unwrap_or_else(|e| panic!("{e}"));
-    for stmt in &report.statements {
-        assert_eq!(
-            stmt.pieces,
-            stmt.expected_pieces(pieces),
-            "{op:?} on {input}"
-        );
-    }
+    report
+        .check_forced(pieces)
+        .unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
     assert!(
         got == want,
         "{op:?} on {input} in {pieces} pieces differs from the reference"

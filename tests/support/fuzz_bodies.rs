@@ -658,13 +658,9 @@ pub const PIECES: [usize; 4] = [1, 2, 3, 7];
 /// Asserts that a run forced into `pieces` cut every statement that can be cut into exactly
 /// that many pieces (fewer only where its outer loop is shorter).
 pub fn assert_split(report: &relayout::SplitReport, pieces: usize, what: &dyn std::fmt::Display) {
-    for (i, s) in report.statements.iter().enumerate() {
-        assert_eq!(
-            s.pieces,
-            s.expected_pieces(pieces),
-            "statement {i} of {what} did not split into {pieces} pieces: {s:?}"
-        );
-    }
+    report
+        .check_forced(pieces)
+        .unwrap_or_else(|e| panic!("{e}\n{what}"));
 }
 
 /// Compiles a verified loop kernel and runs it with both buffers against a guard page, at the

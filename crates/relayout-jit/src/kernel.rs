@@ -165,6 +165,24 @@ impl SplitReport {
     pub fn split(&self) -> bool {
         self.statements.iter().any(|s| s.pieces > 1)
     }
+
+    /// `Ok` when every statement ran as a forced split into `n` pieces requires
+    /// ([`StmtSplit::expected_pieces`]); otherwise which statement did not, and how it ran.
+    pub fn check_forced(&self, n: usize) -> Result<(), String> {
+        match self
+            .statements
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.pieces != s.expected_pieces(n))
+        {
+            Some((i, s)) => Err(format!(
+                "statement {i} ran in {} pieces, a forced split into {n} needs {}: {s:?}",
+                s.pieces,
+                s.expected_pieces(n)
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for CompiledKernel {
