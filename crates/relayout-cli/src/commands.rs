@@ -77,11 +77,7 @@ pub fn lower(
     print: &PrintFlags,
 ) -> Result<ExitCode, String> {
     if print.print_pipeline {
-        let pipeline = match passes {
-            Some(p) => relayout::passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
-            None => relayout::passes::default_pipeline(),
-        };
-        println!("{pipeline}");
+        println!("{}", chosen_pipeline(passes)?);
         return Ok(ExitCode::SUCCESS);
     }
     if emit.contains(&Emit::Asm) && !relayout::HAS_DISASSEMBLER {
@@ -201,6 +197,14 @@ fn stage_text(
     }
 }
 
+/// The pipeline `--passes` names, or the default one.
+fn chosen_pipeline(passes: Option<&str>) -> Result<relayout::passes::Pipeline, String> {
+    match passes {
+        Some(p) => relayout::passes::Pipeline::parse(p).map_err(|e| e.to_string()),
+        None => Ok(relayout::passes::default_pipeline()),
+    }
+}
+
 /// The text of `file`, or of standard input for `-`.
 fn read_text(file: &Path) -> Result<String, String> {
     if file == Path::new("-") {
@@ -262,11 +266,7 @@ pub fn opt(
     print: &PrintFlags,
 ) -> Result<ExitCode, String> {
     if print.print_pipeline {
-        let pipeline = match passes {
-            Some(p) => relayout::passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
-            None => relayout::passes::default_pipeline(),
-        };
-        println!("{pipeline}");
+        println!("{}", chosen_pipeline(passes)?);
         return Ok(ExitCode::SUCCESS);
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;
