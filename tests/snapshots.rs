@@ -104,7 +104,10 @@ const VARIANTS: &[(&str, &str)] = &[
         r#"Slice {starts = [-1, 1], ends = [-9223372036854775808, 6], axes = [0, 1], steps = [-1, 2]} : tensor<4x7xf32>"#,
     ),
     ("tile", r#"Tile {repeats = [2, 1, 3]} : tensor<2x3x4xf32>"#),
-    ("reshape", r#"Reshape {shape = [0, -1]} : tensor<2x3x4xf64>"#),
+    (
+        "reshape",
+        r#"Reshape {shape = [0, -1]} : tensor<2x3x4xf64>"#,
+    ),
     (
         "im2col_pad_stride",
         r#"Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x2x5x5xf32>"#,
