@@ -319,7 +319,8 @@ fn shifted_block(live: &[&LoopStmt], elem: u64, src_size: u64, dst_size: u64) ->
                 }
                 runs(stmt, &axes, elem, &mut budget, &mut copied)?;
             }
-            LoopAction::Fill { .. } if shift.is_none() => {
+            // Only zero fills: a ContiguousCopy promises zeros around the copied block.
+            LoopAction::Fill { value } if value.is_zero() && shift.is_none() => {
                 runs(stmt, &axes, elem, &mut budget, &mut zeroed)?;
             }
             _ => return None,
