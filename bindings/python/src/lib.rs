@@ -106,7 +106,7 @@ fn element_type(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
         (b'f', 8) => Some(DType::F64),
         (b'c', 8) => Some(DType::C64),
         (b'c', 16) => Some(DType::C128),
-        (_, 2) if descr.typeobj().name()?.to_string() == "bfloat16" => Some(DType::BF16),
+        (_, 2) if descr.typeobj().name()? == "bfloat16" => Some(DType::BF16),
         _ => None,
     };
     found.ok_or_else(|| {
