@@ -92,3 +92,16 @@ def cases():
     if not files:
         pytest.skip(f"no conformance cases under {CONFORMANCE} (not run from a checkout)")
     return files
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the conformance cases: how many ran, how many were skipped and why."""
+    import test_conformance as tc  # noqa: the module's own record of what it skipped
+
+    ran = len(tc.RAN)
+    if ran or tc.SKIPPED_UNKNOWN or tc.SKIPPED_BF16:
+        terminalreporter.write_line(
+            f"conformance through Python: {ran} cases run, {len(tc.SKIPPED_UNKNOWN)} skipped "
+            f"(op unknown to this build: {', '.join(sorted({n.split('/')[0] for n in tc.SKIPPED_UNKNOWN})) or 'none'}), "
+            f"{len(tc.SKIPPED_BF16)} skipped (bfloat16 without ml_dtypes)"
+        )

@@ -351,3 +351,26 @@ def test_docstring_examples():
         assert getattr(relayout, name).__doc__, name
     for name in ("input_shape", "output_shape", "dtype", "movement", "bytes_moved", "op", "ir"):
         assert getattr(relayout.Kernel, name).__doc__, name
+
+
+def test_stubs_match_the_module():
+    """The .pyi stub declares exactly the public names, and the Kernel members, of the module."""
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(relayout.__file__).with_name("__init__.pyi")
+    if not stub.exists():
+        pytest.skip("the stub is not installed next to the package")
+    tree = ast.parse(stub.read_text())
+    names = set()
+    kernel_members = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            names.add(node.target.id)
+        if isinstance(node, ast.ClassDef) and node.name == "Kernel":
+            kernel_members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    assert names == set(relayout.__all__)
+    public = {n for n in dir(relayout.Kernel) if not n.startswith("_")} | {"__call__"}
+    assert kernel_members == public

@@ -12,7 +12,9 @@ import relayout
 from conftest import assert_same, conformance_files, load_case, tensor
 
 FILES = conformance_files()
-SKIPPED_UNKNOWN = []
+RAN = []
+SKIPPED_UNKNOWN = []  # "Op/case" of each case whose op this build does not know
+SKIPPED_BF16 = []
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
@@ -20,21 +22,23 @@ def test_case(path):
     case = load_case(path)
     x = tensor(case["input"])
     if x is None:
+        SKIPPED_BF16.append(path.stem)
         pytest.skip("bfloat16 needs ml_dtypes")
     op, attrs = case["op"], case["attrs"]
     if "error" in case:
         with pytest.raises(relayout.OpError) as info:
             relayout.apply(op, x, **attrs)
         if info.value.category == "unknown_op" and case["error"] != "unknown_op":
-            SKIPPED_UNKNOWN.append(path.stem)
+            SKIPPED_UNKNOWN.append(f"{op}/{path.stem}")
             pytest.skip(f"op {op} is not known to this build")
         assert info.value.category == case["error"], str(info.value)
+        RAN.append(path.stem)
         return
     try:
         got = relayout.apply(op, x, **attrs)
     except relayout.OpError as e:
         if e.category == "unknown_op":
-            SKIPPED_UNKNOWN.append(path.stem)
+            SKIPPED_UNKNOWN.append(f"{op}/{path.stem}")
             pytest.skip(f"op {op} is not known to this build")
         raise
     expected = tensor(case["output"])
@@ -49,6 +53,7 @@ def test_case(path):
     out.view(np.uint8).reshape(-1)[:] = 0xA5
     assert k(x, out=out, threads=2) is out
     assert_same(out, expected, tolerance)
+    RAN.append(path.stem)
 
 
 def test_known_ops_have_cases():
