@@ -544,6 +544,33 @@ impl Kernel {
         text.map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
+    /// An SVG picture of what the kernel does on its input shape: the input and the output as
+    /// grids of elements (a 4-D tensor as a grid of 2-D planes), each output element coloured
+    /// and labelled by the input element it comes from (padding in grey), or for Col2Im by how
+    /// many input elements are summed into it. Raises ``ValueError`` for shapes of more than
+    /// 2048 elements: compile the op for a small shape of the same kind to draw it.
+    ///
+    /// Example::
+    ///
+    ///     >>> import relayout
+    ///     >>> k = relayout.compile("SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>")
+    ///     >>> k.explain_svg().startswith("<svg")
+    ///     True
+    fn explain_svg(&self) -> PyResult<String> {
+        let ops = match &self.compiled {
+            Compiled::Op(k) => vec![k.op().clone()],
+            Compiled::Chain(k) => k.ops().to_vec(),
+        };
+        relayout::explain_svg(&ops, self.compiled.input_type())
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The picture of :meth:`explain_svg`, for Jupyter; ``None`` (the text repr instead) for
+    /// shapes too large to draw.
+    fn _repr_svg_(&self) -> Option<String> {
+        self.explain_svg().ok()
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<relayout.Kernel {} -> {}>",

@@ -349,7 +349,8 @@ def test_docstring_examples():
     assert relayout.compile.__doc__ and "Example" in relayout.compile.__doc__
     for name in ("apply", "compile_chain", "Kernel", "OpError", "op_names"):
         assert getattr(relayout, name).__doc__, name
-    for name in ("input_shape", "output_shape", "dtype", "movement", "bytes_moved", "op", "ir"):
+    for name in ("input_shape", "output_shape", "dtype", "movement", "bytes_moved", "op", "ir",
+                 "explain_svg"):
         assert getattr(relayout.Kernel, name).__doc__, name
 
 
@@ -372,5 +373,25 @@ def test_stubs_match_the_module():
         if isinstance(node, ast.ClassDef) and node.name == "Kernel":
             kernel_members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     assert names == set(relayout.__all__)
-    public = {n for n in dir(relayout.Kernel) if not n.startswith("_")} | {"__call__"}
+    public = {n for n in dir(relayout.Kernel) if not n.startswith("_")} | {"__call__", "_repr_svg_"}
     assert kernel_members == public
+
+
+def test_explain_svg():
+    k = relayout.compile('DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x2x2xf32>')
+    svg = k.explain_svg()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert k._repr_svg_() == svg
+    # Output element 1 of pixel_shuffle comes from input element 4 (channel 1, pixel 0).
+    assert svg.count("<rect x=") == 2 * 32
+    pad = relayout.compile("SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 0], [0, 1]]} : tensor<1x3x3x1xu8>")
+    assert pad.explain_svg().count(">pad</text>") == 7
+    col2im = relayout.compile("Col2Im {image_shape = [3, 3], block_shape = [2, 2]} : tensor<1x4x4xf32>")
+    assert ">4</text>" in col2im.explain_svg()
+    chain = relayout.compile_chain(["DepthToSpace {block_size = 2}", "SpaceToDepth {block_size = 2}"],
+                                   shape=(1, 2, 2, 4), dtype="f32")
+    assert "DepthToSpace then SpaceToDepth" in chain.explain_svg()
+    big = relayout.compile("SpaceToDepth", shape=(1, 64, 64, 4), dtype=np.float32, block_size=2)
+    with pytest.raises(ValueError, match="too many to draw"):
+        big.explain_svg()
+    assert big._repr_svg_() is None

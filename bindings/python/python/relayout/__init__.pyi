@@ -54,6 +54,10 @@ class Kernel:
         """The op in the op syntax, with its input type."""
     def ir(self, stage: str) -> str:
         """The text of one stage: lowered, optimized, loops, clif, vcode or asm."""
+    def explain_svg(self) -> str:
+        """An SVG picture of where each output element comes from (small shapes only)."""
+    def _repr_svg_(self) -> Optional[str]:
+        """The picture of `explain_svg` for Jupyter, or None for shapes too large to draw."""
 
 def compile(
     op: str,
