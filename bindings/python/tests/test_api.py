@@ -395,3 +395,22 @@ def test_explain_svg():
     with pytest.raises(ValueError, match="too many to draw"):
         big.explain_svg()
     assert big._repr_svg_() is None
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 8, 4), (4, 128, 256, 16)], ids=["small", "16MiB"])
+def test_unaligned_buffers(shape):
+    """Arrays need not be aligned to their element size (numpy allows it; so does relayout),
+    also for outputs large enough for streaming stores."""
+    rng = np.random.default_rng(4)
+    x0 = random_array(rng, shape, np.float64)
+    expected = space_to_depth(x0, 2)
+    raw_in, raw_out = bytearray(x0.nbytes + 3), bytearray(x0.nbytes + 5)
+    x = np.frombuffer(raw_in, dtype=np.float64, count=x0.size, offset=3).reshape(x0.shape)
+    x[...] = x0
+    out = np.frombuffer(raw_out, dtype=np.float64, count=x0.size, offset=5).reshape(expected.shape)
+    assert not x.flags.aligned and not out.flags.aligned
+    k = relayout.compile("SpaceToDepth", shape=x.shape, dtype=x.dtype, block_size=2)
+    for threads in (1, 2):
+        out[...] = 0
+        k(x, out=out, threads=threads)
+        assert_same(out, expected)
