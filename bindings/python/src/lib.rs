@@ -493,12 +493,27 @@ impl Kernel {
         self.dtype.bind(py).clone()
     }
 
-    /// What the kernel does with the bytes, as a graph optimizer asks it: ``"view"`` (no
-    /// data moves), ``"contiguous copy"``, ``"permutation: input.reshape(...).transpose(...)"``
-    /// or ``"gather ..."``.
+    /// What the kernel does with the bytes, as a graph optimizer asks it, in words:
+    /// ``"no movement: ... (a view)"``, ``"contiguous copy: output[a..b] = input[c..d] ..."``,
+    /// ``"permutation: input.reshape(...).transpose(...)"`` or ``"gather: N loop statements
+    /// ..."``. :attr:`movement_kind` is the kind alone.
     #[getter]
     fn movement(&self) -> String {
         self.compiled.movement().to_string()
+    }
+
+    /// The kind of :attr:`movement`, to branch on: ``"view"``, ``"contiguous copy"``,
+    /// ``"permutation"`` or ``"gather"`` (``"other"`` for a kind this module does not know yet).
+    #[getter]
+    fn movement_kind(&self) -> &'static str {
+        match self.compiled.movement() {
+            Movement::NoMovement => "view",
+            Movement::ContiguousCopy { .. } => "contiguous copy",
+            Movement::Permutation { .. } => "permutation",
+            Movement::Gather { .. } => "gather",
+            // A kind added to the facade later, before this module names it.
+            _ => "other",
+        }
     }
 
     /// The bytes the kernel reads and writes in one run.

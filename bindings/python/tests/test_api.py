@@ -115,6 +115,11 @@ def test_compile_forms_agree():
     assert k1.input_shape == (1, 8, 4, 4) and k1.output_shape == (1, 2, 8, 8)
     assert k1.dtype == np.dtype(np.float32)
     assert k1.movement.startswith("permutation: input.reshape(")
+    assert k1.movement_kind == "permutation"
+    assert relayout.compile("SpaceToDepth {block_size = 2} : tensor<1x2x2x4xf32>").movement_kind == "view"
+    assert relayout.compile("SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>").movement_kind == "permutation"
+    padded = relayout.compile("SpaceToBatchND {block_shape = [2], paddings = [[1, 1]]} : tensor<1x4x3xf32>")
+    assert padded.movement_kind == "gather" and padded.movement.startswith("gather: ")
     assert k1.bytes_moved == 2 * 128 * 4
     x = np.arange(128, dtype=np.float32).reshape(1, 8, 4, 4)
     for k in (k1, k2, k3, k4):
@@ -349,7 +354,7 @@ def test_docstring_examples():
     assert relayout.compile.__doc__ and "Example" in relayout.compile.__doc__
     for name in ("apply", "compile_chain", "Kernel", "OpError", "op_names"):
         assert getattr(relayout, name).__doc__, name
-    for name in ("input_shape", "output_shape", "dtype", "movement", "bytes_moved", "op", "ir",
+    for name in ("input_shape", "output_shape", "dtype", "movement", "movement_kind", "bytes_moved", "op", "ir",
                  "explain_svg"):
         assert getattr(relayout.Kernel, name).__doc__, name
 

@@ -45,7 +45,10 @@ class Kernel:
         """The element type of input and output."""
     @property
     def movement(self) -> str:
-        """"view", "contiguous copy", "permutation: ..." or "gather ..."."""
+        """What the kernel does with the bytes, in words ("permutation: input.reshape(...)...")."""
+    @property
+    def movement_kind(self) -> str:
+        """"view", "contiguous copy", "permutation" or "gather"."""
     @property
     def bytes_moved(self) -> int:
         """The bytes one run reads and writes."""
