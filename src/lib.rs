@@ -139,12 +139,14 @@
 pub mod analysis;
 mod cache;
 pub mod conformance;
+pub mod explain;
 pub mod fuse;
 mod op_syntax;
 mod tensor_text;
 
 pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
+pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_ir as ir;

@@ -334,3 +334,18 @@ pub fn conformance(dirs: &[PathBuf], verbose: bool) -> Result<ExitCode, String> 
         ExitCode::FAILURE
     })
 }
+
+/// `relayout explain OP [--svg FILE]`: the picture of what the op does, as SVG.
+pub fn explain(op: &str, svg: Option<&Path>) -> Result<ExitCode, String> {
+    let (op, input) = read_op(Some(op.to_string()), None)?;
+    let picture = relayout::explain_svg(&[op], &input).map_err(|e| e.to_string())?;
+    match svg {
+        Some(path) => {
+            std::fs::write(path, &picture)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{picture}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -19,6 +19,7 @@ Examples:
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop
   relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
   relayout conformance tests/conformance
+  relayout explain 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --svg s2d.svg
 
 Ops are written as `Name {attribute = value, ...} : tensor<DIMSxTYPE>`, with the TensorFlow or
 ONNX attribute names; `relayout help SUBCOMMAND` shows each subcommand's options.";
@@ -71,6 +72,17 @@ Examples:
 
 An input type given in the op must be the file's dtype and shape; without one, the file's is
 used. Without --output the result is printed.";
+
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  relayout explain 'DepthToSpace {block_size = 2, data_format = \"NCHW\", mode = \"CRD\"} : tensor<1x8x2x2xf32>' --svg d2s.svg
+  relayout explain 'SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 0], [0, 1]]} : tensor<1x3x3x1xf32>' --svg s2b.svg
+  relayout explain 'Col2Im {image_shape = [3, 3], block_shape = [2, 2]} : tensor<1x4x4xf32>' --svg col2im.svg
+  relayout explain 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' > s2d.svg
+
+Each output element is coloured and labelled by the input element it comes from (its flat
+index), padding is grey; for Col2Im, by how many input elements are summed into it. Shapes of
+more than 2048 elements are refused: explain the op on a small shape of the same kind.";
 
 const BENCH_EXAMPLES: &str = "\
 Examples:
@@ -163,6 +175,15 @@ enum Command {
     /// Run an op on a NumPy .npy file and write the result as .npy.
     #[command(after_help = RUN_EXAMPLES)]
     Run(run::RunArgs),
+    /// Draw what an op does on a small shape, as SVG: where each output element comes from.
+    #[command(after_help = EXPLAIN_EXAMPLES)]
+    Explain {
+        /// The op, e.g. 'DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x2x2xf32>'.
+        op: String,
+        /// Write the SVG to this file instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
     /// Benchmark the cases of a suite file: compile time, kernel time and memcpy time of the same bytes.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
@@ -239,6 +260,7 @@ fn main() -> ExitCode {
         Command::Conformance { dirs, verbose } => commands::conformance(&dirs, verbose),
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Explain { op, svg } => commands::explain(&op, svg.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -30,7 +30,15 @@ fn subcommands() -> Vec<String> {
 #[test]
 fn every_subcommand_has_examples() {
     let names = subcommands();
-    for expected in ["lower", "demo", "opt", "conformance", "run", "bench"] {
+    for expected in [
+        "lower",
+        "demo",
+        "opt",
+        "conformance",
+        "run",
+        "bench",
+        "explain",
+    ] {
         assert!(
             names.iter().any(|n| n == expected),
             "{expected} is missing from {names:?}"
