@@ -1,8 +1,9 @@
 //! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
 //!
-//! Every op but Col2Im lowers to a *gather* over its output: an optional zero fill of the
-//! whole output, then one copy `dst[d] = src[f(d)]`, guarded by `lo <= c(d) < hi` where the
-//! source index falls into padding. Gathers compose: if B reads A's output at `g(e)`, then B
+//! Most ops lower to a *gather* over their output: an optional zero fill of the whole output,
+//! then one copy `dst[d] = src[f(d)]`, guarded by `lo <= c(d) < hi` where the source index
+//! falls into padding. A zero-constant Pad's copy of a box of the output, with zero fills
+//! around it, is read as the same form (the box becomes guards on the output dims). Gathers compose: if B reads A's output at `g(e)`, then B
 //! after A reads the input at `f(g(e))`, wherever B's guard holds and A's guard holds at
 //! `g(e)`. Everywhere else the chain produces a zero (B's padding, or A's padding read by B),
 //! so a fill of the whole output first covers it. The composed kernel is one statement pair
@@ -10,7 +11,9 @@
 //! SpaceToDepth with the same block becomes a single `copy` of the whole tensor.
 //!
 //! Col2Im is a scatter-add (overlapping blocks are summed), which has no gather form, so it
-//! cannot be fused.
+//! cannot be fused. Nor can the piecewise ops (Pad in edge, reflect or wrap mode: one copy
+//! per region), a Pad with a non-zero constant, or Im2Col (a scatter copy): the chain is
+//! refused with the statement that breaks the form.
 
 use crate::analysis::{self, Movement};
 use crate::{Element, Error, Op, OpError, Stages};
@@ -133,7 +136,7 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
 /// Fuses `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
-/// Every op but Col2Im can be fused; see the [module documentation](self).
+/// Ops in gather form can be fused; see the [module documentation](self).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
@@ -301,17 +304,35 @@ impl Gather {
     fn of(kernel: &Kernel) -> Result<Gather, String> {
         let mut out = Gather::zeros(false);
         for (i, stmt) in kernel.stmts.iter().enumerate() {
-            if !over_output(stmt, &kernel.dst) {
+            // A zero Pad: zero fills of the slabs around a copy of a sub-box. The sub-box is
+            // the whole output with guards `lo <= d_i < hi`, and the slabs are what a zero
+            // fill of the whole output leaves unwritten by that copy (a lowered op writes its
+            // whole output).
+            let boxed = in_output_box(stmt, &kernel.dst);
+            if !over_output(stmt, &kernel.dst) && boxed.is_none() {
                 return Err(format!(
-                    "statement {i} does not range over the output with an identity \
+                    "statement {i} does not range over (a box of) the output with an identity \
                      destination map: {stmt}"
                 ));
             }
+            let box_guard = boxed.unwrap_or_default();
             match &stmt.action {
                 Action::Fill { value }
                     if value.is_zero() && stmt.guard.is_empty() && out.copy.is_none() =>
                 {
                     out.fill = true
+                }
+                Action::Copy { src } if out.copy.is_none() && !box_guard.is_empty() => {
+                    if !stmt.guard.is_empty() || !out.fill {
+                        return Err(format!(
+                            "statement {i} copies a box of the output without a zero fill \
+                             before it: {stmt}"
+                        ));
+                    }
+                    out.copy = Some(GuardedMap {
+                        guard: box_guard,
+                        src: src.clone(),
+                    });
                 }
                 Action::Copy { src } if out.copy.is_none() => {
                     if !stmt.guard.is_empty() && !out.fill {
@@ -480,6 +501,36 @@ impl GuardedMap {
 
 /// Whether `stmt` ranges over the whole output box `[0, n)` per dim and writes `dst[d]` at
 /// point `d`.
+/// For a statement over a strict sub-box of the output with an identity destination map, the
+/// guards `lo <= d_i < hi` of the dims where the box is narrower than the output.
+fn in_output_box(stmt: &Stmt, dst: &TensorType) -> Option<Vec<Constraint>> {
+    let identity = stmt.domain.len() == dst.rank()
+        && stmt.dst.len() == dst.rank()
+        && stmt
+            .dst
+            .iter()
+            .enumerate()
+            .all(|(i, e)| *e == AffineExpr::Dim(i));
+    if !identity {
+        return None;
+    }
+    let mut guard = Vec::new();
+    for (i, (r, &n)) in stmt.domain.iter().zip(&dst.shape).enumerate() {
+        let n = i64::try_from(n).ok()?;
+        if r.lo < 0 || r.hi > n {
+            return None;
+        }
+        if r.lo > 0 || r.hi < n {
+            guard.push(Constraint {
+                expr: AffineExpr::Dim(i),
+                lo: r.lo,
+                hi: r.hi,
+            });
+        }
+    }
+    (!guard.is_empty()).then_some(guard)
+}
+
 fn over_output(stmt: &Stmt, dst: &TensorType) -> bool {
     stmt.domain.len() == dst.rank()
         && stmt.dst.len() == dst.rank()

@@ -4,6 +4,7 @@
 use relayout::ir::{DType, TensorType};
 use relayout::{
     compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, FuseError, Movement, Op,
+    PadMode, PadValue,
 };
 
 #[path = "support/ops.rs"]
@@ -388,4 +389,119 @@ fn long_chains_stay_small() {
     }
     assert!(ops.len() >= 8, "only {} ops chained", ops.len());
     check_chain(&ops, &input, &mut rng);
+}
+
+fn transpose(perm: &[i64]) -> Op {
+    Op::Transpose {
+        perm: Some(perm.to_vec()),
+    }
+}
+
+fn reshape(shape: &[i64]) -> Op {
+    Op::Reshape {
+        shape: shape.to_vec(),
+        allowzero: false,
+    }
+}
+
+/// The chains ONNX exporters emit around DepthToSpace: NHWC -> NCHW, DepthToSpace (CRD),
+/// NCHW -> NHWC; and DepthToSpace spelt as Reshape -> Transpose -> Reshape. Both fuse into
+/// one kernel equal to running the ops one by one, and the second is named a permutation.
+#[test]
+fn chains_of_transposes_and_reshapes_around_depth_to_space() {
+    let mut rng = Rng(11);
+    let crd = Op::DepthToSpace {
+        block_size: 2,
+        data_format: DataFormat::Nchw,
+        mode: DepthToSpaceMode::Crd,
+    };
+    let chain = [transpose(&[0, 3, 1, 2]), crd, transpose(&[0, 2, 3, 1])];
+    let m = check_chain(&chain, &t(DType::F32, &[2, 5, 6, 8]), &mut rng);
+    assert!(matches!(m, Movement::Permutation { .. }), "{m:?}");
+    // DepthToSpace DCR of [1, 8, 3, 5] NCHW with block 2, as ONNX's function body spells it:
+    // reshape to [N, b, b, C, H, W], transpose [0, 3, 4, 1, 5, 2], reshape to [N, C, Hb, Wb].
+    let spelt = [
+        reshape(&[1, 2, 2, 2, 3, 5]),
+        transpose(&[0, 3, 4, 1, 5, 2]),
+        reshape(&[1, 2, 6, 10]),
+    ];
+    let input = t(DType::F32, &[1, 8, 3, 5]);
+    check_chain(&spelt, &input, &mut rng);
+    let d2s = Op::DepthToSpace {
+        block_size: 2,
+        data_format: DataFormat::Nchw,
+        mode: DepthToSpaceMode::Dcr,
+    };
+    let src = rng.bytes(input.size_bytes().unwrap() as usize);
+    let fused = compile_chain(&spelt, &input).unwrap();
+    assert_eq!(
+        fused.run_to_vec(&src).unwrap(),
+        compile(&d2s, &input).unwrap().run_to_vec(&src).unwrap()
+    );
+    assert_eq!(fused.movement(), compile(&d2s, &input).unwrap().movement());
+}
+
+/// Slices, Tiles and Transposes compose with the seed ops' gathers.
+#[test]
+fn slices_tiles_and_transposes_fuse_with_the_seed_ops() {
+    let mut rng = Rng(12);
+    let slice = Op::Slice {
+        starts: vec![-1, 1],
+        ends: vec![i64::MIN, 9],
+        axes: Some(vec![1, 2]),
+        steps: Some(vec![-1, 2]),
+    };
+    let chain = [
+        slice,
+        Op::Tile {
+            repeats: vec![1, 2, 1, 1],
+        },
+        transpose(&[0, 3, 1, 2]),
+        s2d(2, DataFormat::Nchw),
+    ];
+    check_chain(&chain, &t(DType::I16, &[2, 4, 9, 3]), &mut rng);
+}
+
+/// A Slice of a zero Pad fuses (the Pad's box copy reads as a guarded gather); the piecewise
+/// Pads and Im2Col are refused with the reason.
+#[test]
+fn slices_of_zero_pads_fuse_and_piecewise_ops_are_refused() {
+    let mut rng = Rng(13);
+    let pad = |mode: PadMode, value: PadValue| Op::Pad {
+        pads: vec![0, 2, -1, 0, 1, 3],
+        mode,
+        constant_value: value,
+        axes: None,
+    };
+    let slice = Op::Slice {
+        starts: vec![1, -3],
+        ends: vec![i64::MAX, 0],
+        axes: Some(vec![1, 2]),
+        steps: Some(vec![1, -1]),
+    };
+    let input = t(DType::F32, &[2, 4, 6]);
+    check_chain(
+        &[pad(PadMode::Constant, PadValue::ZERO), slice.clone()],
+        &input,
+        &mut rng,
+    );
+    check_chain(
+        &[
+            slice.clone(),
+            pad(PadMode::Constant, PadValue::ZERO),
+            transpose(&[2, 0, 1]),
+        ],
+        &t(DType::U8, &[3, 5, 7]),
+        &mut rng,
+    );
+    for refused in [
+        pad(PadMode::Reflect, PadValue::ZERO),
+        pad(PadMode::Constant, PadValue::float(1.5)),
+    ] {
+        let err = compile_chain(&[refused, slice.clone()], &input).unwrap_err();
+        assert!(
+            matches!(err, FuseError::NotFusable { index: 0, .. }),
+            "{err}"
+        );
+    }
 }
