@@ -598,16 +598,17 @@ impl Kernel {
 // ---------------------------------------------------------------------------------------------
 // compile, apply, compile_chain
 
-/// One attribute value from Python: an int (or anything with ``__index__``), a str, or a
-/// list or tuple of them.
+/// One attribute value from Python: an int (or anything with ``__index__``), a str, a bool or
+/// a float (Pad's ``constant_value``), or a list or tuple of them.
 fn attr_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(AttrValue::Str(s.to_cow()?.into_owned()));
     }
     if v.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(PyTypeError::new_err(format!(
-            "attribute {key}: expected an int, a str or a list of them, got a bool"
-        )));
+        return Ok(AttrValue::Bool(v.extract::<bool>()?));
+    }
+    if v.is_instance_of::<pyo3::types::PyFloat>() {
+        return Ok(AttrValue::Float(v.extract::<f64>()?));
     }
     if let Ok(list) = v.cast::<PyList>() {
         return list
@@ -624,7 +625,11 @@ fn attr_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
             .map(AttrValue::List);
     }
     if let Ok(index) = v.call_method0("__index__") {
-        return index.extract::<i64>().map(AttrValue::Int).map_err(|_| {
+        if let Ok(i) = index.extract::<i64>() {
+            return Ok(AttrValue::Int(i));
+        }
+        // A uint64 constant_value above 2^63 - 1.
+        return index.extract::<u64>().map(AttrValue::UInt).map_err(|_| {
             PyValueError::new_err(format!(
                 "attribute {key}: {index} does not fit in a 64-bit integer"
             ))
@@ -633,10 +638,40 @@ fn attr_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
     if let Ok(arr) = v.cast::<PyUntypedArray>() {
         return attr_value(key, &arr.call_method0("tolist")?);
     }
+    if let Ok(x) = v.call_method0("__float__") {
+        // numpy float scalars and the like.
+        return Ok(AttrValue::Float(x.extract::<f64>()?));
+    }
     Err(PyTypeError::new_err(format!(
-        "attribute {key}: expected an int, a str or a list of them, got {}",
+        "attribute {key}: expected an int, a float, a bool, a str or a list of them, got {}",
         v.repr().map(|r| r.to_string()).unwrap_or_default()
     )))
+}
+
+/// The attributes given as ``attrs={...}`` (for names that are also keywords of the call, such
+/// as Reshape's ``shape``) and as keywords, in one dict; a name given both ways is an error.
+fn merged_attrs<'py>(
+    py: Python<'py>,
+    attrs: Option<&Bound<'py, PyDict>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    match (attrs, kwargs) {
+        (None, None) => Ok(None),
+        (Some(a), None) => Ok(Some(a.clone())),
+        (None, Some(k)) => Ok(Some(k.clone())),
+        (Some(a), Some(k)) => {
+            let all = PyDict::new(py);
+            for (key, value) in a.iter().chain(k.iter()) {
+                if all.contains(&key)? {
+                    return Err(PyValueError::new_err(format!(
+                        "attribute {key} is given both in attrs= and as a keyword"
+                    )));
+                }
+                all.set_item(key, value)?;
+            }
+            Ok(Some(all))
+        }
+    }
 }
 
 fn attrs_from_kwargs(kwargs: Option<&Bound<'_, PyDict>>, attrs: &mut Attrs) -> PyResult<()> {
@@ -711,14 +746,17 @@ fn compile_op(py: Python<'_>, name: String, attrs: Attrs, input: &TensorType) ->
 ///     (1, 2, 8, 8)
 ///     >>> y = k(np.random.rand(1, 8, 4, 4).astype(np.float32))
 #[pyfunction]
-#[pyo3(signature = (op, /, shape=None, dtype=None, **attrs))]
+#[pyo3(signature = (op, /, shape=None, dtype=None, *, attrs=None, **kwargs))]
 fn compile(
     py: Python<'_>,
     op: &str,
     shape: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     attrs: Option<&Bound<'_, PyDict>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Kernel> {
+    let attrs = merged_attrs(py, attrs, kwargs)?;
+    let attrs = attrs.as_ref();
     match (shape, dtype) {
         (None, None) => {
             if attrs.is_some_and(|a| !a.is_empty()) || !op.contains(':') {
@@ -754,7 +792,7 @@ fn compile(
 ///     >>> relayout.apply("SpaceToDepth", x, block_size=2).shape
 ///     (1, 2, 2, 4)
 #[pyfunction]
-#[pyo3(signature = (op, x, /, *, out=None, threads=1, **attrs))]
+#[pyo3(signature = (op, x, /, *, out=None, threads=1, attrs=None, **kwargs))]
 fn apply<'py>(
     py: Python<'py>,
     op: &str,
@@ -762,7 +800,10 @@ fn apply<'py>(
     out: Option<&Bound<'py, PyAny>>,
     threads: i64,
     attrs: Option<&Bound<'py, PyDict>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let attrs = merged_attrs(py, attrs, kwargs)?;
+    let attrs = attrs.as_ref();
     let array = as_ndarray(x)?;
     let dtype = element_type(&array.dtype())?;
     let input = TensorType::new(

@@ -27,7 +27,7 @@ def test_case(path):
     op, attrs = case["op"], case["attrs"]
     if "error" in case:
         with pytest.raises(relayout.OpError) as info:
-            relayout.apply(op, x, **attrs)
+            relayout.apply(op, x, attrs=attrs)
         if info.value.category == "unknown_op" and case["error"] != "unknown_op":
             SKIPPED_UNKNOWN.append(f"{op}/{path.stem}")
             pytest.skip(f"op {op} is not known to this build")
@@ -35,7 +35,7 @@ def test_case(path):
         RAN.append(path.stem)
         return
     try:
-        got = relayout.apply(op, x, **attrs)
+        got = relayout.apply(op, x, attrs=attrs)
     except relayout.OpError as e:
         if e.category == "unknown_op":
             SKIPPED_UNKNOWN.append(f"{op}/{path.stem}")
@@ -46,7 +46,7 @@ def test_case(path):
     assert_same(got, expected, tolerance)
 
     # The same through a compiled kernel, into an output that starts as garbage, on 2 threads.
-    k = relayout.compile(op, shape=x.shape, dtype=x.dtype, **attrs)
+    k = relayout.compile(op, shape=x.shape, dtype=x.dtype, attrs=attrs)
     assert k.input_shape == x.shape and k.output_shape == expected.shape
     assert k.dtype == x.dtype
     out = np.empty_like(expected)

@@ -4,7 +4,7 @@
 //! where that position is in the padding. `K = prod(block_shape)`, `L` the number of block
 //! positions; `q` and `l` are row-major multi-indices.
 
-use crate::lowering::{d, domain, fill_all, konst, konsts, linearize, minus, within};
+use crate::lowering::{d, domain, konst, konsts, linearize, minus, within};
 use crate::validate::{add, check_tensor, fail, list, mul, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
@@ -140,8 +140,11 @@ pub(crate) fn plan_im2col(a: &Im2ColAttrs, ty: &TensorType) -> Result<Im2ColPlan
     })
 }
 
-/// A zero fill when there is padding, then one scatter copy over (n, c, q_1..q_m, l_1..l_m):
-/// Col2Im's statement with source and destination swapped, guarded on the padded dims.
+/// One scatter copy over (n, c, q_1..q_m, l_1..l_m), Col2Im's statement with source and
+/// destination swapped, guarded on the padded dims; before it, zero fills over the same points
+/// guarded to the padding before and after the image on each padded axis, so that every
+/// output element is written once (twice where two axes are in their padding) and the passes
+/// can split the fills into boxes like the copy.
 pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel, OpError> {
     let m = plan.image.len();
     let block = konsts(OP, &plan.block)?;
@@ -157,22 +160,33 @@ pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel,
     ];
     let mut src = vec![d(0), d(1)];
     let mut guard = Vec::new();
+    let mut space = vec![plan.n, plan.channels];
+    space.extend_from_slice(&plan.block);
+    space.extend_from_slice(&plan.blocks);
+    let mut stmts = Vec::new();
     for i in 0..m {
         let e = minus(
             d(ldim(i)) * konst(OP, plan.strides[i])?,
             konst(OP, plan.pad_begin[i])?,
         ) + d(qdim(i)) * konst(OP, plan.dilations[i])?;
-        if plan.pad_begin[i] != 0 || plan.pad_end[i] != 0 {
-            guard.push(within(e.clone(), 0, konst(OP, plan.image[i])?));
+        let (begin, end) = (konst(OP, plan.pad_begin[i])?, konst(OP, plan.pad_end[i])?);
+        let image = konst(OP, plan.image[i])?;
+        if begin != 0 || end != 0 {
+            guard.push(within(e.clone(), 0, image));
+            // The zeros: the points whose position on this axis is in the padding before
+            // or after the image (a point in the padding of two axes is zeroed twice).
+            for (lo, hi) in [(-begin, 0), (image, image + end)] {
+                if lo < hi {
+                    stmts.push(Stmt {
+                        domain: domain(&space),
+                        guard: vec![within(e.clone(), lo, hi)],
+                        dst: dst.clone(),
+                        action: Action::ZERO_FILL,
+                    });
+                }
+            }
         }
         src.push(e);
-    }
-    let mut space = vec![plan.n, plan.channels];
-    space.extend_from_slice(&plan.block);
-    space.extend_from_slice(&plan.blocks);
-    let mut stmts = Vec::new();
-    if !guard.is_empty() {
-        stmts.push(fill_all(&plan.output_type.shape));
     }
     stmts.push(Stmt {
         domain: domain(&space),

@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 # An attribute value: an int, a str, or a (nested) list or tuple of them.
-AttrValue = Union[int, str, Sequence[Any]]
+AttrValue = Union[int, float, bool, str, Sequence[Any]]
 # One op of a chain: a name, "Name {attrs}", or a (name, attributes) pair.
 ChainOp = Union[str, Tuple[str, Mapping[str, AttrValue]]]
 
@@ -67,7 +67,9 @@ def compile(
     /,
     shape: Optional[Union[int, Sequence[int]]] = None,
     dtype: Optional[npt.DTypeLike] = None,
-    **attrs: AttrValue,
+    *,
+    attrs: Optional[dict[str, AttrValue]] = None,
+    **kwargs: AttrValue,
 ) -> Kernel:
     """Compiles an op for one input shape and dtype (cached)."""
 
@@ -78,7 +80,8 @@ def apply(
     *,
     out: Optional[np.ndarray] = None,
     threads: int = 1,
-    **attrs: AttrValue,
+    attrs: Optional[dict[str, AttrValue]] = None,
+    **kwargs: AttrValue,
 ) -> np.ndarray:
     """Compiles `op` (cached) for the shape and dtype of `x` and runs it."""
 
