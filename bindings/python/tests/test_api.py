@@ -224,8 +224,12 @@ def test_op_errors():
         relayout.compile("SpaceToDepth : tensor<1x4x4x1xf32>", shape=(1, 4, 4, 1), dtype="f32")
     with pytest.raises(ValueError, match="given both"):
         relayout.compile("SpaceToDepth {block_size = 2}", shape=(1, 4, 4, 1), dtype="f32", block_size=2)
-    with pytest.raises(TypeError, match="attribute block_size"):
+    # A float is an attribute value (Pad's constant_value), but not a block size.
+    with pytest.raises(relayout.OpError, match="block_size") as e:
         relayout.compile("SpaceToDepth", shape=(1, 4, 4, 1), dtype="f32", block_size=2.0)
+    assert e.value.category == "bad_attribute"
+    with pytest.raises(TypeError, match="attribute block_size"):
+        relayout.compile("SpaceToDepth", shape=(1, 4, 4, 1), dtype="f32", block_size=object())
     with pytest.raises(TypeError, match="shape"):
         relayout.compile("SpaceToDepth", shape=(1, -4, 4, 1), dtype="f32", block_size=2)
     with pytest.raises(TypeError, match="dtype"):
