@@ -1,0 +1,326 @@
+//! C and C++ programs that use librelayout_capi, compiled with the system compiler and run:
+//! every public conformance case through the C API, the error paths, four threads sharing a
+//! kernel, and the C++ example. Without a C compiler the tests print that they were skipped
+//! and pass, as the disas feature's tests do.
+//!
+//! The libraries are the ones cargo built for this test run: the crate's `cdylib` and
+//! `staticlib` are built with the same profile as this test, next to its `deps` folder.
+
+use relayout::conformance::{compare, find_cases, load_case, Case, Expected};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const CRATE: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The C (or C++) compiler: `$CC` (`$CXX`), else `cc` (`c++`), if it runs.
+fn compiler(var: &str, default: &str) -> Option<String> {
+    let cc = std::env::var(var).unwrap_or_else(|_| default.to_string());
+    let ok = Command::new(&cc)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(cc)
+}
+
+/// The folder holding librelayout_capi.{a,so}: the profile folder above this test's `deps`.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    for lib in ["librelayout_capi.a", "librelayout_capi.so"] {
+        if cfg!(target_os = "linux") {
+            assert!(
+                dir.join(lib).exists(),
+                "{lib} is not in {}: cargo should build it with the test",
+                dir.display()
+            );
+        }
+    }
+    dir
+}
+
+/// A scratch folder for the programs and the case files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("relayout-capi")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// How a program is linked.
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    /// With librelayout_capi.so, found at run time through the rpath.
+    Shared,
+    /// With librelayout_capi.a and the system libraries Rust's standard library needs.
+    Static,
+}
+
+/// Compiles and links `sources` into `out`, or panics with the compiler's output.
+fn build(cc: &str, sources: &[PathBuf], flags: &[&str], link: Link, out: &Path) {
+    let lib = lib_dir();
+    let mut cmd = Command::new(cc);
+    cmd.args(flags)
+        .arg("-Wall")
+        .arg("-Wextra")
+        .arg("-Werror")
+        .arg("-I")
+        .arg(Path::new(CRATE).join("include"))
+        .args(sources)
+        .arg("-o")
+        .arg(out);
+    match link {
+        Link::Shared => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lrelayout_capi")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("librelayout_capi.a"))
+                .args(["-lpthread", "-ldl", "-lm"]);
+        }
+    }
+    let output = cmd.output().expect("run the compiler");
+    assert!(
+        output.status.success(),
+        "{cmd:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// tests/c/capi_test.c, built once per test run (linked as `link`), or `None` without a C
+/// compiler.
+fn capi_test(link: Link) -> Option<PathBuf> {
+    static SHARED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static STATIC: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let cell = match link {
+        Link::Shared => &SHARED,
+        Link::Static => &STATIC,
+    };
+    cell.get_or_init(|| {
+        let Some(cc) = compiler("CC", "cc") else {
+            eprintln!("no C compiler (cc, or $CC): skipping the C API's C tests");
+            return None;
+        };
+        let dir = scratch(&format!("capi_test_{link:?}"));
+        let exe = dir.join("capi_test");
+        let source = Path::new(CRATE).join("tests/c/capi_test.c");
+        build(&cc, &[source], &["-std=c11", "-O1", "-pthread"], link, &exe);
+        Some(exe)
+    })
+    .clone()
+}
+
+/// Runs a program and returns its stdout, or panics with everything it printed.
+fn run(exe: &Path, args: &[&str]) -> String {
+    let output = Command::new(exe).args(args).output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed ({}):\n{stdout}\n{stderr}",
+        exe.display(),
+        output.status
+    );
+    eprint!("{stderr}");
+    stdout
+}
+
+/// A case's op in the command line's op syntax.
+fn op_text(case: &Case) -> String {
+    let attrs: Vec<String> = case
+        .attrs
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    format!("{} {{{}}} : {}", case.op_name, attrs.join(", "), case.input)
+}
+
+/// What the C program said about one case.
+enum Outcome {
+    Ok { dims: String },
+    Error { category: String, message: String },
+}
+
+#[test]
+fn every_public_conformance_case_through_the_c_api() {
+    let Some(exe) = capi_test(Link::Shared) else {
+        return;
+    };
+    let dir = scratch("conformance");
+    let root = Path::new(CRATE).join("../../tests/conformance");
+    let mut cases = BTreeMap::new();
+    let mut manifest = String::new();
+    for path in find_cases(&root) {
+        let case = load_case(&path).unwrap();
+        let (input, output) = match &case.input_bytes {
+            Some(bytes) => {
+                let input = dir.join(format!("{}.in", case.name));
+                std::fs::write(&input, bytes).unwrap();
+                let output = dir.join(format!("{}.out", case.name));
+                (input.display().to_string(), output.display().to_string())
+            }
+            None => ("-".to_string(), "-".to_string()),
+        };
+        manifest.push_str(&format!(
+            "{}\t{input}\t{output}\t{}\n",
+            case.name,
+            op_text(&case)
+        ));
+        cases.insert(case.name.clone(), (case, output));
+    }
+    assert!(cases.len() > 100, "only {} cases found", cases.len());
+    let manifest_path = dir.join("manifest.tsv");
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let stdout = run(&exe, &["conformance", manifest_path.to_str().unwrap()]);
+
+    let (mut passed, mut skipped, mut failed) = (0, Vec::new(), Vec::new());
+    let mut seen = 0;
+    for line in stdout.lines() {
+        let fields: Vec<&str> = line.splitn(4, '\t').collect();
+        let (case, output) = &cases[fields[0]];
+        seen += 1;
+        let outcome = match fields[1] {
+            "ok" => Outcome::Ok {
+                dims: fields[2].to_string(),
+            },
+            _ => Outcome::Error {
+                category: fields[2].to_string(),
+                message: fields.get(3).unwrap_or(&"").to_string(),
+            },
+        };
+        match check(case, output, outcome) {
+            Verdict::Pass => passed += 1,
+            Verdict::Skip => skipped.push(case.name.clone()),
+            Verdict::Fail(why) => failed.push(format!("{}: {why}", case.name)),
+        }
+    }
+    assert_eq!(seen, cases.len(), "the C program stopped early:\n{stdout}");
+    eprintln!(
+        "C API conformance: {passed} cases passed, {} skipped (ops this build does not know: \
+         {skipped:?}), {} failed",
+        skipped.len(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert!(passed > 100);
+}
+
+enum Verdict {
+    Pass,
+    Skip,
+    Fail(String),
+}
+
+/// Checks one case's outcome in C against the case and against the Rust API's own run.
+fn check(case: &Case, output: &str, outcome: Outcome) -> Verdict {
+    match (&case.expected, outcome) {
+        // Ops are being added to the library: a case of an op it does not know yet is
+        // counted apart, not failed.
+        (expected, Outcome::Error { category, .. })
+            if category == "unknown_op"
+                && !matches!(expected, Expected::Error(want) if want == "unknown_op") =>
+        {
+            Verdict::Skip
+        }
+        (Expected::Error(want), Outcome::Error { category, message }) => {
+            if &category == want {
+                Verdict::Pass
+            } else {
+                Verdict::Fail(format!(
+                    "expected the error {want}, got [{category}] {message}"
+                ))
+            }
+        }
+        (Expected::Error(want), Outcome::Ok { .. }) => Verdict::Fail(format!(
+            "expected the error {want}, but the op was accepted"
+        )),
+        (Expected::Output { .. }, Outcome::Error { category, message }) => {
+            Verdict::Fail(format!("expected an output, got [{category}] {message}"))
+        }
+        (
+            Expected::Output {
+                ty,
+                bytes,
+                tolerance,
+            },
+            Outcome::Ok { dims },
+        ) => {
+            let want_dims: Vec<String> = ty.shape.iter().map(|d| d.to_string()).collect();
+            if dims != want_dims.join("x") {
+                return Verdict::Fail(format!("output dims {dims}, expected {ty}"));
+            }
+            let Ok(got) = std::fs::read(output) else {
+                return Verdict::Fail("the C program wrote no output".into());
+            };
+            if let Err(m) = compare(ty, bytes, &got, *tolerance) {
+                return Verdict::Fail(m.to_string());
+            }
+            // The same kernel through the Rust API gives the same bytes, to the bit.
+            let op = case.op().unwrap();
+            let kernel = relayout::compile(&op, &case.input).unwrap();
+            let rust = kernel
+                .run_to_vec(case.input_bytes.as_ref().unwrap())
+                .unwrap();
+            if rust != got {
+                return Verdict::Fail("the C API's output differs from the Rust API's".into());
+            }
+            Verdict::Pass
+        }
+    }
+}
+
+#[test]
+fn error_paths_from_c() {
+    if let Some(exe) = capi_test(Link::Shared) {
+        run(&exe, &["errors"]);
+    }
+}
+
+#[test]
+fn four_threads_share_one_kernel_from_c() {
+    if let Some(exe) = capi_test(Link::Shared) {
+        run(&exe, &["threads"]);
+    }
+}
+
+#[test]
+fn the_static_library_links_alone() {
+    // The same program linked with librelayout_capi.a: nothing to find at run time.
+    if let Some(exe) = capi_test(Link::Static) {
+        run(&exe, &["errors"]);
+    }
+}
+
+#[test]
+fn the_cpp_example_runs() {
+    let Some(cxx) = compiler("CXX", "c++") else {
+        eprintln!("no C++ compiler (c++, or $CXX): skipping the C++ example");
+        return;
+    };
+    let dir = scratch("cpp_example");
+    let exe = dir.join("example");
+    let example = Path::new(CRATE).join("examples/cpp");
+    build(
+        &cxx,
+        &[example.join("example.cpp")],
+        &[
+            "-std=c++17",
+            "-O1",
+            "-pthread",
+            "-I",
+            example.to_str().unwrap(),
+        ],
+        Link::Shared,
+        &exe,
+    );
+    let out = run(&exe, &[]);
+    assert!(out.contains("pixel_shuffle: ok"), "{out}");
+    assert!(out.contains("not_divisible"), "{out}");
+}
