@@ -324,3 +324,36 @@ fn the_cpp_example_runs() {
     assert!(out.contains("pixel_shuffle: ok"), "{out}");
     assert!(out.contains("not_divisible"), "{out}");
 }
+
+/// The README's first C program, as printed there: it compiles, runs and prints what the
+/// README says it prints.
+#[test]
+fn the_readme_c_program_runs() {
+    let Some(cc) = compiler("CC", "cc") else {
+        eprintln!("no C compiler (cc, or $CC): skipping the README's C program");
+        return;
+    };
+    let readme = std::fs::read_to_string(Path::new(CRATE).join("../../README.md")).unwrap();
+    let section = &readme[readme.find("## C and C++").expect("the README's C section")..];
+    let start = section.find("```c\n").expect("a ```c block") + "```c\n".len();
+    let program = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = scratch("readme");
+    std::fs::write(dir.join("first.c"), program).unwrap();
+    let exe = dir.join("first");
+    build(
+        &cc,
+        &[dir.join("first.c")],
+        &["-std=c11"],
+        Link::Shared,
+        &exe,
+    );
+    let out = run(&exe, &[]);
+    assert!(
+        out.starts_with("output 1x2x2x4: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not_divisible: SpaceToDepth: input height 5"),
+        "{out}"
+    );
+}
