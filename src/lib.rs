@@ -147,8 +147,9 @@ pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
+pub use relayout_codegen::Helper;
 pub use relayout_ir as ir;
-pub use relayout_jit::{Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
+pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     OP_NAMES,
@@ -266,6 +267,29 @@ pub fn asm_text(loops: &LoopKernel) -> Result<String, Error> {
         loops,
         relayout_jit::Listing::Asm,
     )?)
+}
+
+/// Compiles `op` for `input` ahead of time into an object file for this machine that defines
+/// `symbol(src, dst)` and `symbol_range(src, dst, start, end)` (what `relayout aot` writes).
+/// The loop IR is the one [`compile`] would JIT, verified before any code is generated, and
+/// each statement is translated by the same code generator; [`AotObject::header`] gives the
+/// C header, and [`AotObject::helpers`] the helpers the program must get from
+/// librelayout_capi (none for most kernels).
+///
+/// ```
+/// use relayout::ir::{DType, TensorType};
+/// use relayout::{compile_aot, DataFormat, Op};
+///
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let aot = compile_aot(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]), "s2d")?;
+/// assert!(aot.helpers.is_empty());
+/// assert!(aot.header("SpaceToDepth").contains("void s2d_range(const void *src, void *dst"));
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn compile_aot(op: &Op, input: &TensorType, symbol: &str) -> Result<AotObject, Error> {
+    op.output_type(input)?;
+    let stages = lower(op, input)?;
+    Ok(relayout_jit::aot_object(&stages.loops, symbol)?)
 }
 
 /// An op compiled for one input type: run it as often as you like, from any thread. Cloning is

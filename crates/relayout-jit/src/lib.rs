@@ -49,6 +49,7 @@
 
 #![warn(missing_docs)]
 
+mod aot;
 mod element;
 mod error;
 mod helpers;
@@ -61,6 +62,7 @@ mod threads;
 #[cfg(test)]
 mod random_tests;
 
+pub use aot::{aot_object, AotObject};
 pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};
