@@ -21,11 +21,16 @@
 //! for NULL where the header says NULL is not allowed, and a NULL there is an error rather than
 //! a crash.
 //!
+//! The library also exports, from [`runtime`], the helpers that objects written by
+//! `relayout aot` may call; they are not in the header.
+//!
 //! The header is written by hand, with the ownership of every argument and result stated on
 //! each declaration; `tests/header.rs` checks that it declares exactly the functions defined
 //! here, with the same number of parameters.
 
 #![warn(missing_docs)]
+
+pub mod runtime;
 
 use relayout::ir::TensorType;
 use relayout::{CompiledOp, Error, ErrorCategory, Op};

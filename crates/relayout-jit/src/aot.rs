@@ -271,14 +271,12 @@ fn emit_band_loop(
     b.switch_to_block(exit);
 }
 
-/// Compiles and defines an entry point.
-fn define(
-    module: &mut ObjectModule,
-    id: FuncId,
-    func: Function,
-) -> Result<(), cranelift_module::ModuleError> {
+/// Compiles and defines an entry point; the error is Cranelift's, as text.
+fn define(module: &mut ObjectModule, id: FuncId, func: Function) -> Result<(), String> {
     let mut ctx = Context::for_function(func);
-    module.define_function(id, &mut ctx)
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| format!("{e:?}"))
 }
 
 impl AotObject {

@@ -63,6 +63,16 @@ mod threads;
 mod random_tests;
 
 pub use aot::{aot_object, AotObject};
+
+/// The functions generated code calls ([`relayout_codegen::Helper`]), as Rust functions: the
+/// JIT registers them in its modules, and librelayout_capi exports them under their symbols
+/// for ahead-of-time objects that call them. None of them panics.
+pub mod runtime {
+    pub use crate::helpers::{
+        relayout_bf16_add, relayout_f16_add, relayout_store_fence, relayout_stream_copy,
+        relayout_stream_zero,
+    };
+}
 pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};
