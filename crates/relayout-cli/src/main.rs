@@ -20,6 +20,7 @@ Examples:
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop
   relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
   relayout conformance tests/conformance
+  relayout aot 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --symbol s2d -o s2d.o --header s2d.h
 
 Ops are written as `Name {attribute = value, ...} : tensor<DIMSxTYPE>`, with the TensorFlow or
 ONNX attribute names; `relayout help SUBCOMMAND` shows each subcommand's options.";

@@ -8,7 +8,9 @@
 //! the `CompiledKernel` is dropped. [`CompiledKernel::run`] checks both buffer lengths against
 //! the kernel's tensor types before any machine code runs; [`CompiledKernel::run_typed`] does
 //! the same on slices of an [`Element`] type; [`CompiledKernel::run_threaded`] splits each
-//! statement's outermost loop over a process-wide thread pool.
+//! statement's outermost loop over a process-wide thread pool. [`aot_object`] compiles the
+//! same statements ahead of time into an object file instead, for programs that link their
+//! kernels.
 //!
 //! ```
 //! use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
