@@ -190,6 +190,52 @@ pub enum Error {
     /// [`PrintAfter::passes`]).
     #[error("{0}")]
     Options(String),
+    /// IR text given to [`opt`] does not parse.
+    #[error(transparent)]
+    Parse(#[from] relayout_ir::ParseError),
+}
+
+/// Why [`opt`] or [`opt_with`] failed: the error, and the IR dumps printed before it (empty
+/// when no dump was selected). It displays as the dumps followed by the error, which is what
+/// `relayout opt` prints.
+///
+/// ```
+/// use relayout::{opt, Error};
+///
+/// let err = opt("kernel @k(", None, false).unwrap_err();
+/// assert!(matches!(err.error, Error::Parse(_)) && err.output.is_empty());
+/// let err = opt("kernel @k(", Some("no-such-pass"), false).unwrap_err();
+/// assert!(matches!(err.error, Error::Parse(_)), "the text is read first");
+/// # Ok::<(), relayout::OptError>(())
+/// ```
+#[derive(Debug)]
+pub struct OptError {
+    /// The selected dumps up to the failure.
+    pub output: String,
+    /// What failed: bad IR text ([`Error::Parse`]), a bad pipeline or a failing pass
+    /// ([`Error::Pass`]), or bad options ([`Error::Options`]).
+    pub error: Error,
+}
+
+impl std::fmt::Display for OptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.output, self.error)
+    }
+}
+
+impl std::error::Error for OptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<E: Into<Error>> From<E> for OptError {
+    fn from(e: E) -> OptError {
+        OptError {
+            output: String::new(),
+            error: e.into(),
+        }
+    }
 }
 
 impl Error {
@@ -521,7 +567,7 @@ pub fn print_after(
 /// What `relayout opt` does: parses IR text (either level), runs `passes` (the default
 /// pipeline when `None`) with verification after every pass, and prints the result, or the IR
 /// after every pass when `print_after_all` is set.
-pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, String> {
+pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, OptError> {
     let print = if print_after_all {
         PrintAfter::all()
     } else {
@@ -533,11 +579,11 @@ pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<St
 /// [`opt`] with any selection of dumps. When some are selected, the output is the dumps only
 /// (the last of them is the result when the last pass is selected); otherwise it is the
 /// resulting IR.
-pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, String> {
-    print.check()?;
-    let ir = relayout_ir::parse_any(text).map_err(|e| e.to_string())?;
+pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, OptError> {
+    print.check().map_err(Error::Options)?;
+    let ir = relayout_ir::parse_any(text)?;
     let pipeline = match passes {
-        Some(p) => relayout_passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
+        Some(p) => relayout_passes::Pipeline::parse(p)?,
         None => relayout_passes::default_pipeline(),
     };
     let run = relayout_passes::PassManager::new(pipeline)
@@ -545,12 +591,9 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
         .run_collect(ir.clone());
     let out = print.render(&ir, &run);
     let dumping = !print.is_none();
-    let result = run.result.map_err(|e| {
-        if dumping {
-            format!("{out}{e}")
-        } else {
-            e.to_string()
-        }
+    let result = run.result.map_err(|e| OptError {
+        output: if dumping { out.clone() } else { String::new() },
+        error: e.into(),
     })?;
     if dumping {
         return Ok(out);
@@ -562,8 +605,21 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:
-/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`].
-pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, String> {
+/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`]. A value that is not an
+/// attribute (a float, a boolean, a 65-bit integer) is an [`OpError`] of category
+/// `bad_attribute`, as the same mistake in the op syntax is.
+///
+/// ```
+/// use relayout::{attrs_from_json, AttrValue};
+///
+/// let attrs = attrs_from_json(&serde_json::json!({"block_size": 2}))?;
+/// assert_eq!(attrs["block_size"], AttrValue::Int(2));
+/// let err = attrs_from_json(&serde_json::json!({"block_size": 2.5})).unwrap_err();
+/// assert_eq!(err.category(), "bad_attribute");
+/// # Ok::<(), relayout::OpError>(())
+/// ```
+pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, OpError> {
+    let bad = |message: String| OpError::new(ErrorCategory::BadAttribute, message);
     fn convert(key: &str, v: &serde_json::Value) -> Result<AttrValue, String> {
         match v {
             serde_json::Value::Number(n) => n
@@ -583,8 +639,8 @@ pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, String> {
     }
     let obj = value
         .as_object()
-        .ok_or_else(|| format!("attributes must be a JSON object, found {value}"))?;
+        .ok_or_else(|| bad(format!("attributes must be a JSON object, found {value}")))?;
     obj.iter()
-        .map(|(k, v)| Ok((k.clone(), convert(k, v)?)))
+        .map(|(k, v)| Ok((k.clone(), convert(k, v).map_err(bad)?)))
         .collect()
 }
