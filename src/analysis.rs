@@ -186,7 +186,7 @@ pub fn bytes_moved(kernel: &LoopKernel) -> u64 {
     kernel.stmts.iter().fold(0u64, |acc, s| {
         let touches = match s.action {
             LoopAction::Copy => 2,
-            LoopAction::Fill => 1,
+            LoopAction::Fill { .. } => 1,
             LoopAction::Accumulate => 3,
         };
         let run = s.trip_count().saturating_mul(s.bytes);
@@ -198,11 +198,7 @@ pub fn bytes_moved(kernel: &LoopKernel) -> u64 {
 pub fn movement(kernel: &LoopKernel) -> Movement {
     let gather = || Movement::Gather {
         statements: kernel.stmts.len(),
-        fills: kernel
-            .stmts
-            .iter()
-            .filter(|s| s.action == LoopAction::Fill)
-            .count(),
+        fills: kernel.stmts.iter().filter(|s| s.action.is_fill()).count(),
         bytes_moved: bytes_moved(kernel),
     };
     let (Ok(src_size), Ok(dst_size)) = (kernel.src.size_bytes(), kernel.dst.size_bytes()) else {
@@ -323,7 +319,8 @@ fn shifted_block(live: &[&LoopStmt], elem: u64, src_size: u64, dst_size: u64) ->
                 }
                 runs(stmt, &axes, elem, &mut budget, &mut copied)?;
             }
-            LoopAction::Fill if shift.is_none() => {
+            // Only zero fills: a ContiguousCopy promises zeros around the copied block.
+            LoopAction::Fill { value } if value.is_zero() && shift.is_none() => {
                 runs(stmt, &axes, elem, &mut budget, &mut zeroed)?;
             }
             _ => return None,

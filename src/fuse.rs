@@ -308,7 +308,11 @@ impl Gather {
                 ));
             }
             match &stmt.action {
-                Action::Fill if stmt.guard.is_empty() && out.copy.is_none() => out.fill = true,
+                Action::Fill { value }
+                    if value.is_zero() && stmt.guard.is_empty() && out.copy.is_none() =>
+                {
+                    out.fill = true
+                }
                 Action::Copy { src } if out.copy.is_none() => {
                     if !stmt.guard.is_empty() && !out.fill {
                         return Err(format!(
@@ -323,7 +327,7 @@ impl Gather {
                 }
                 _ => {
                     return Err(format!(
-                        "only an unguarded fill followed by one copy can be composed, and \
+                        "only an unguarded zero fill followed by one copy can be composed, and \
                          statement {i} is {}: {stmt}",
                         stmt.action.keyword()
                     ))
@@ -395,7 +399,7 @@ impl Gather {
                 domain: domain.clone(),
                 guard: Vec::new(),
                 dst: identity.clone(),
-                action: Action::Fill,
+                action: Action::ZERO_FILL,
             });
         }
         if let (false, Some(copy)) = (empty, copy) {

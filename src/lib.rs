@@ -152,7 +152,7 @@ pub use relayout_ir as ir;
 pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
-    OP_NAMES,
+    PadMode, PadValue, OP_NAMES,
 };
 pub use relayout_passes as passes;
 pub use tensor_text::{format_element, format_tensor};
@@ -622,10 +622,13 @@ pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, OpError> {
     let bad = |message: String| OpError::new(ErrorCategory::BadAttribute, message);
     fn convert(key: &str, v: &serde_json::Value) -> Result<AttrValue, String> {
         match v {
-            serde_json::Value::Number(n) => n
-                .as_i64()
-                .map(AttrValue::Int)
-                .ok_or_else(|| format!("attribute {key}: {n} is not a 64-bit integer")),
+            serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => Ok(AttrValue::Int(i)),
+                (None, Some(u), _) => Ok(AttrValue::UInt(u)),
+                (None, None, Some(x)) => Ok(AttrValue::Float(x)),
+                _ => Err(format!("attribute {key}: {n} is not a number")),
+            },
+            serde_json::Value::Bool(b) => Ok(AttrValue::Bool(*b)),
             serde_json::Value::String(s) => Ok(AttrValue::Str(s.clone())),
             serde_json::Value::Array(items) => items
                 .iter()
@@ -633,7 +636,7 @@ pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, OpError> {
                 .collect::<Result<_, _>>()
                 .map(AttrValue::List),
             other => Err(format!(
-                "attribute {key}: expected an integer, a string or a list, found {other}"
+                "attribute {key}: expected a number, a bool, a string or a list, found {other}"
             )),
         }
     }

@@ -12,7 +12,7 @@ use relayout_ir::{DType, TensorType};
 use relayout_ops::{AttrValue, Attrs};
 
 /// An op description read from text: its name, attributes and input type.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Debug)]
 pub struct OpSpec {
     /// The op's name, as [`Op::from_attrs`](crate::Op::from_attrs) takes it.
     pub name: String,
@@ -75,7 +75,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
+    fn take_while(&mut self, mut f: impl FnMut(char) -> bool) -> &'a str {
         self.skip_ws();
         let rest = &self.text[self.pos..];
         let len = rest.find(|c: char| !f(c)).unwrap_or(rest.len());
@@ -91,29 +91,44 @@ impl<'a> Cursor<'a> {
         Ok(id)
     }
 
-    fn integer(&mut self) -> Result<i64, SyntaxError> {
+    /// A number: an integer (`-3`, and up to `u64::MAX`), or a float (`-0.125`, `1e-3`), which
+    /// only Pad's `constant_value` takes.
+    fn number(&mut self) -> Result<AttrValue, SyntaxError> {
         let start = self.pos;
         self.skip_ws();
         let neg = self.eat('-');
         let digits = self.take_while(|c| c.is_ascii_digit());
         if digits.is_empty() {
             self.pos = start;
-            return self.error("expected an integer");
+            return self.error("expected a number");
         }
-        let text = if neg {
+        let mut text = if neg {
             format!("-{digits}")
         } else {
             digits.to_string()
         };
         if self.text[self.pos..].starts_with('.') || self.text[self.pos..].starts_with(['e', 'E']) {
-            let rest = self.take_while(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
-            return self.error(format!(
-                "{text}{rest} is not an integer: attribute values are integers, strings or \
-                 lists of them"
-            ));
+            let mut prev = ' ';
+            let rest = self.take_while(|c| {
+                let ok = c.is_ascii_digit()
+                    || matches!(c, '.' | 'e' | 'E')
+                    || (matches!(c, '-' | '+') && matches!(prev, 'e' | 'E'));
+                prev = c;
+                ok
+            });
+            text.push_str(rest);
+            return match text.parse::<f64>() {
+                Ok(x) => Ok(AttrValue::Float(x)),
+                Err(_) => self.error(format!("{text} is not a number")),
+            };
         }
-        text.parse()
-            .or_else(|_| self.error(format!("integer {text} does not fit in 64 bits")))
+        if let Ok(i) = text.parse::<i64>() {
+            return Ok(AttrValue::Int(i));
+        }
+        match text.parse::<u64>() {
+            Ok(u) => Ok(AttrValue::UInt(u)),
+            Err(_) => self.error(format!("integer {text} does not fit in 64 bits")),
+        }
     }
 
     fn value(&mut self) -> Result<AttrValue, SyntaxError> {
@@ -138,8 +153,13 @@ impl<'a> Cursor<'a> {
                 self.expect('"')?;
                 Ok(AttrValue::Str(s.to_string()))
             }
-            Some(c) if c == '-' || c.is_ascii_digit() => Ok(AttrValue::Int(self.integer()?)),
-            _ => self.error("expected an integer, a \"string\" or a [list]"),
+            Some(c) if c == '-' || c.is_ascii_digit() => self.number(),
+            Some('t' | 'f') => match self.take_while(|c| c.is_ascii_alphabetic()) {
+                "true" => Ok(AttrValue::Bool(true)),
+                "false" => Ok(AttrValue::Bool(false)),
+                word => self.error(format!("expected true or false, found {word}")),
+            },
+            _ => self.error("expected a number, true, false, a \"string\" or a [list]"),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! bytes the JIT-compiled kernel produces.
 
 use relayout::ir::{DType, TensorType};
-use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op};
+use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op, PadMode, PadValue};
 
 #[path = "support/ops.rs"]
 mod ops;
@@ -379,6 +379,68 @@ fn an_identity_in_pieces_moves_nothing() {
     .unwrap();
     assert!(matches!(
         relayout::analysis::movement(&shifted),
+        Movement::Gather { .. }
+    ));
+}
+
+/// The ops beyond the seeds are named for what they are: a Reshape is a view, a Transpose a
+/// permutation, a Slice of whole rows and a zero Pad of whole rows contiguous copies; a Pad
+/// with a non-zero constant is not (its padding is not zeros).
+#[test]
+fn the_ops_beyond_the_seeds_are_named() {
+    let mut rng = Rng(7);
+    let reshape = Op::Reshape {
+        shape: vec![0, -1],
+        allowzero: false,
+    };
+    assert_eq!(
+        check_movement(&reshape, &t(DType::F32, &[2, 3, 4]), &mut rng),
+        Movement::NoMovement
+    );
+    let transpose = Op::Transpose {
+        perm: Some(vec![0, 2, 3, 1]),
+    };
+    assert_eq!(
+        check_movement(&transpose, &t(DType::F32, &[2, 3, 4, 5]), &mut rng),
+        Movement::Permutation {
+            shape: vec![2, 3, 20],
+            perm: vec![0, 2, 1],
+        }
+    );
+    let rows = Op::Slice {
+        starts: vec![1],
+        ends: vec![3],
+        axes: None,
+        steps: None,
+    };
+    assert_eq!(
+        check_movement(&rows, &t(DType::F32, &[4, 3, 2]), &mut rng),
+        Movement::ContiguousCopy {
+            src_offset: 24,
+            dst_offset: 0,
+            bytes: 48,
+        }
+    );
+    let pad = |value: PadValue| Op::Pad {
+        pads: vec![1, 0, 0, 0],
+        mode: PadMode::Constant,
+        constant_value: value,
+        axes: None,
+    };
+    assert_eq!(
+        check_movement(&pad(PadValue::ZERO), &t(DType::F32, &[2, 3]), &mut rng),
+        Movement::ContiguousCopy {
+            src_offset: 0,
+            dst_offset: 12,
+            bytes: 24,
+        }
+    );
+    assert!(matches!(
+        check_movement(
+            &pad(PadValue::float(1.0)),
+            &t(DType::F32, &[2, 3]),
+            &mut rng
+        ),
         Movement::Gather { .. }
     ));
 }

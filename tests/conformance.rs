@@ -70,12 +70,15 @@ fn every_case_passes_single_threaded() {
 /// `pieces` (fewer when its outer loop is shorter), so the threaded path runs on these small
 /// cases too, and `run_all` checks each statement's pieces. Kernels that cannot be cut (one
 /// outer iteration, or outer iterations that overlap) run whole; most kernels must split.
+/// "Most" is two thirds: many cases of the ops beyond the seeds are a few bytes that coalesce
+/// into a single run (every Reshape is one contiguous copy), which no split can cut; the
+/// per-statement check in `run_all` is what holds every cuttable statement to its pieces.
 fn passes_split_into(pieces: usize) {
     let (ran, split) = run_all(RunOptions {
         split: Split::Pieces(pieces),
     });
     assert!(
-        split * 4 >= ran * 3,
+        split * 3 >= ran * 2,
         "only {split} of {ran} kernels split into {pieces} pieces"
     );
 }

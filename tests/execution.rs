@@ -8,7 +8,7 @@ mod bodies;
 use bodies::{image_shape, random_bytes};
 use proptest::prelude::*;
 use relayout::ir::{interpret, interpret_loops, DType, TensorType};
-use relayout::{compile, DataFormat, DepthToSpaceMode, Op, Split};
+use relayout::{compile, DataFormat, DepthToSpaceMode, Op, PadMode, PadValue, Split};
 
 fn dtype() -> impl Strategy<Value = DType> {
     prop::sample::select(DType::ALL.to_vec())
@@ -191,13 +191,159 @@ fn col2im() -> impl Strategy<Value = (Op, TensorType)> {
         )
 }
 
+/// Keeps the ops that validate on their input (the generators below draw attributes loosely
+/// and let validation pick the valid ones, so that boundary values are reached).
+fn valid((op, input): (Op, TensorType)) -> Option<(Op, TensorType)> {
+    op.output_type(&input).ok().map(|_| (op, input))
+}
+
+fn shape(
+    rank: std::ops::RangeInclusive<usize>,
+    dim: std::ops::RangeInclusive<u64>,
+) -> impl Strategy<Value = Vec<u64>> {
+    prop::collection::vec(dim, rank)
+}
+
+fn transpose() -> impl Strategy<Value = (Op, TensorType)> {
+    (shape(1..=5, 1..=4), dtype(), any::<bool>())
+        .prop_flat_map(|(dims, dtype, default)| {
+            let perm = Just((0..dims.len() as i64).collect::<Vec<_>>()).prop_shuffle();
+            (Just(dims), Just(dtype), Just(default), perm)
+        })
+        .prop_map(|(dims, dtype, default, perm)| {
+            let perm = (!default).then_some(perm);
+            (Op::Transpose { perm }, TensorType::new(dtype, dims))
+        })
+}
+
+fn pad() -> impl Strategy<Value = (Op, TensorType)> {
+    let mode = prop::sample::select(vec![
+        PadMode::Constant,
+        PadMode::Reflect,
+        PadMode::Edge,
+        PadMode::Wrap,
+    ]);
+    (shape(1..=3, 1..=5), dtype(), mode, -2i128..=2)
+        .prop_flat_map(|(dims, dtype, mode, value)| {
+            let pads = prop::collection::vec(-2i64..=3, 2 * dims.len());
+            (Just(dims), Just(dtype), Just(mode), Just(value), pads)
+        })
+        .prop_filter_map("valid pads", |(dims, dtype, mode, value, pads)| {
+            valid((
+                Op::Pad {
+                    pads,
+                    mode,
+                    constant_value: PadValue::Int(value),
+                    axes: None,
+                },
+                TensorType::new(dtype, dims),
+            ))
+        })
+}
+
+fn slice() -> impl Strategy<Value = (Op, TensorType)> {
+    let bound = prop_oneof![-8i64..=8, Just(i64::MIN), Just(i64::MAX)];
+    let step = prop::sample::select(vec![-3i64, -2, -1, 1, 2, 3]);
+    (shape(1..=3, 0..=6), dtype())
+        .prop_flat_map(move |(dims, dtype)| {
+            let r = dims.len();
+            let specs = prop::collection::vec((bound.clone(), bound.clone(), step.clone()), r);
+            let axes = Just((0..r as i64).collect::<Vec<_>>()).prop_shuffle();
+            (Just(dims), Just(dtype), specs, axes, 1..=r)
+        })
+        .prop_map(|(dims, dtype, specs, axes, k)| {
+            let specs = &specs[..k];
+            let op = Op::Slice {
+                starts: specs.iter().map(|s| s.0).collect(),
+                ends: specs.iter().map(|s| s.1).collect(),
+                axes: Some(axes[..k].to_vec()),
+                steps: Some(specs.iter().map(|s| s.2).collect()),
+            };
+            (op, TensorType::new(dtype, dims))
+        })
+}
+
+fn tile() -> impl Strategy<Value = (Op, TensorType)> {
+    (shape(1..=3, 1..=3), dtype())
+        .prop_flat_map(|(dims, dtype)| {
+            let repeats = prop::collection::vec(0i64..=3, dims.len());
+            (Just(dims), Just(dtype), repeats)
+        })
+        .prop_map(|(dims, dtype, repeats)| (Op::Tile { repeats }, TensorType::new(dtype, dims)))
+}
+
+fn reshape() -> impl Strategy<Value = (Op, TensorType)> {
+    // The target regroups the input's dims: the factors of its shape in another grouping,
+    // with one entry possibly left to -1.
+    (
+        shape(1..=4, 1..=4),
+        dtype(),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+    )
+        .prop_map(|(dims, dtype, cut, infer)| {
+            let at = cut.index(dims.len() + 1);
+            let left: u64 = dims[..at].iter().product();
+            let right: u64 = dims[at..].iter().product();
+            let mut target = vec![left as i64, right as i64];
+            if infer {
+                target[0] = -1;
+            }
+            let op = Op::Reshape {
+                shape: target,
+                allowzero: false,
+            };
+            (op, TensorType::new(dtype, dims))
+        })
+}
+
+fn im2col() -> impl Strategy<Value = (Op, TensorType)> {
+    (1usize..=3, 0u64..=2, 1u64..=2, dtype())
+        .prop_flat_map(|(m, n, c, dtype)| {
+            let dims = prop::collection::vec(
+                (1u64..=6, 1i64..=3, 1i64..=2, 1i64..=2, 0i64..=1, 0i64..=1),
+                m,
+            );
+            (Just(n), Just(c), dims, Just(dtype))
+        })
+        .prop_filter_map("the dilated kernel must fit", |(n, c, dims, dtype)| {
+            let mut shape = vec![n, c];
+            let (mut block, mut strides, mut dilations, mut begins, mut ends) =
+                (vec![], vec![], vec![], vec![], vec![]);
+            for (img, k, s, d, pb, pe) in dims {
+                shape.push(img);
+                block.push(k);
+                strides.push(s);
+                dilations.push(d);
+                begins.push(pb);
+                ends.push(pe);
+            }
+            begins.extend(ends);
+            valid((
+                Op::Im2Col {
+                    block_shape: block,
+                    dilations: Some(dilations),
+                    pads: Some(begins),
+                    strides: Some(strides),
+                },
+                TensorType::new(dtype, shape),
+            ))
+        })
+}
+
 fn any_op() -> impl Strategy<Value = (Op, TensorType)> {
     prop_oneof![
         space_to_depth(),
         depth_to_space(),
         space_to_batch_nd(),
         batch_to_space_nd(),
-        col2im()
+        col2im(),
+        transpose(),
+        pad(),
+        slice(),
+        tile(),
+        reshape(),
+        im2col(),
     ]
 }
 

@@ -56,8 +56,11 @@ fn random_kernel(rng: &mut Rng) -> LoopKernel {
     let src_len = 4096u64;
     let mut stmts = Vec::new();
     for _ in 0..2 + rng.below(4) {
-        let action =
-            [LoopAction::Fill, LoopAction::Copy, LoopAction::Accumulate][rng.below(3) as usize];
+        let action = [
+            LoopAction::ZERO_FILL,
+            LoopAction::Copy,
+            LoopAction::Accumulate,
+        ][rng.below(3) as usize];
         if action != LoopAction::Accumulate && rng.below(5) == 0 {
             // A whole-range run, which fusion may cut along the shared loop.
             let bytes = e * plane as u64;
@@ -92,7 +95,7 @@ fn random_kernel(rng: &mut Rng) -> LoopKernel {
                 dst_stride: es * rng.signed(3),
             });
         }
-        if action == LoopAction::Fill {
+        if action.is_fill() {
             for l in &mut loops {
                 l.src_stride = 0;
             }
@@ -108,7 +111,7 @@ fn random_kernel(rng: &mut Rng) -> LoopKernel {
                 0
             };
         let (slo, _) = reach(&loops, |l| l.src_stride);
-        let src_offset = if action == LoopAction::Fill {
+        let src_offset = if action.is_fill() {
             0
         } else {
             -slo + es * rng.below(16) as i64

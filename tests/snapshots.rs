@@ -78,6 +78,40 @@ const VARIANTS: &[(&str, &str)] = &[
         "col2im_3d",
         r#"Col2Im {image_shape = [3, 3, 3], block_shape = [2, 2, 2]} : tensor<1x8x8xi32>"#,
     ),
+    (
+        "transpose_nchw_to_nhwc",
+        r#"Transpose {perm = [0, 2, 3, 1]} : tensor<2x3x4x5xf32>"#,
+    ),
+    ("transpose_default", r#"Transpose : tensor<6x8xi16>"#),
+    (
+        "pad_constant_value",
+        r#"Pad {pads = [0, 1, -1, 0, 2, 1], constant_value = -0.5} : tensor<2x4x3xf32>"#,
+    ),
+    (
+        "pad_reflect",
+        r#"Pad {pads = [1, 2, 2, 1], mode = "reflect"} : tensor<4x5xf32>"#,
+    ),
+    (
+        "pad_edge_axes",
+        r#"Pad {pads = [2, 1], mode = "edge", axes = [-1]} : tensor<3x4xui8>"#,
+    ),
+    (
+        "pad_wrap_crop",
+        r#"Pad {pads = [2, -1], mode = "wrap"} : tensor<6xi32>"#,
+    ),
+    (
+        "slice_reverse_step2",
+        r#"Slice {starts = [-1, 1], ends = [-9223372036854775808, 6], axes = [0, 1], steps = [-1, 2]} : tensor<4x7xf32>"#,
+    ),
+    ("tile", r#"Tile {repeats = [2, 1, 3]} : tensor<2x3x4xf32>"#),
+    (
+        "reshape",
+        r#"Reshape {shape = [0, -1]} : tensor<2x3x4xf64>"#,
+    ),
+    (
+        "im2col_pad_stride",
+        r#"Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x2x5x5xf32>"#,
+    ),
 ];
 
 fn stages(spec: &str) -> relayout::Stages {

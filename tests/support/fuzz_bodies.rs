@@ -24,7 +24,7 @@ use relayout::ir::{
     interpret, interpret_loops, parse_any, verify_kernel, verify_loop_kernel, Action, AnyKernel,
     DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType,
 };
-use relayout::{compile, AttrValue, Attrs, DataFormat, DepthToSpaceMode, Op};
+use relayout::{compile, AttrValue, Attrs, DataFormat, DepthToSpaceMode, Op, PadValue};
 
 // =============================================================================================
 // Decoding fuzzer bytes
@@ -277,6 +277,75 @@ pub fn op_to_attrs(op: &Op) -> (&'static str, Attrs) {
             put("dilations", ints(dilations));
             put("pads", ints(pads));
             put("strides", ints(strides));
+        }
+        Op::Transpose { perm } => {
+            if let Some(p) = perm {
+                put("perm", ints(p));
+            }
+        }
+        Op::Pad {
+            pads,
+            mode,
+            constant_value,
+            axes,
+        } => {
+            put("pads", ints(pads));
+            put("mode", AttrValue::Str(mode.name().into()));
+            put(
+                "constant_value",
+                match *constant_value {
+                    PadValue::Int(v) => match i64::try_from(v) {
+                        Ok(i) => AttrValue::Int(i),
+                        Err(_) => AttrValue::UInt(v as u64),
+                    },
+                    PadValue::Float(bits) => AttrValue::Float(f64::from_bits(bits)),
+                    PadValue::Bool(b) => AttrValue::Bool(b),
+                    PadValue::Complex(re, im) => AttrValue::List(vec![
+                        AttrValue::Float(f64::from_bits(re)),
+                        AttrValue::Float(f64::from_bits(im)),
+                    ]),
+                },
+            );
+            if let Some(a) = axes {
+                put("axes", ints(a));
+            }
+        }
+        Op::Slice {
+            starts,
+            ends,
+            axes,
+            steps,
+        } => {
+            put("starts", ints(starts));
+            put("ends", ints(ends));
+            if let Some(a) = axes {
+                put("axes", ints(a));
+            }
+            if let Some(s) = steps {
+                put("steps", ints(s));
+            }
+        }
+        Op::Tile { repeats } => put("repeats", ints(repeats)),
+        Op::Reshape { shape, allowzero } => {
+            put("shape", ints(shape));
+            put("allowzero", int(i64::from(*allowzero)));
+        }
+        Op::Im2Col {
+            block_shape,
+            dilations,
+            pads,
+            strides,
+        } => {
+            put("block_shape", ints(block_shape));
+            for (name, v) in [
+                ("dilations", dilations),
+                ("pads", pads),
+                ("strides", strides),
+            ] {
+                if let Some(v) = v {
+                    put(name, ints(v));
+                }
+            }
         }
     }
     (op.name(), a)
@@ -1005,7 +1074,7 @@ pub fn huge_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
 fn count_ints(v: &AttrValue) -> u64 {
     match v {
         AttrValue::Int(_) => 1,
-        AttrValue::Str(_) => 0,
+        AttrValue::Str(_) | AttrValue::UInt(_) | AttrValue::Float(_) | AttrValue::Bool(_) => 0,
         AttrValue::List(items) => items.iter().map(count_ints).sum(),
     }
 }
@@ -1023,7 +1092,7 @@ fn update_nth_int(v: &mut AttrValue, k: &mut u64, f: &mut impl FnMut(i64) -> i64
             *k -= 1;
             false
         }
-        AttrValue::Str(_) => false,
+        AttrValue::Str(_) | AttrValue::UInt(_) | AttrValue::Float(_) | AttrValue::Bool(_) => false,
         AttrValue::List(items) => items.iter_mut().any(|item| update_nth_int(item, k, f)),
     }
 }
@@ -1091,7 +1160,7 @@ pub fn decode_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
 fn set_some_int(value: &mut AttrValue, v: i64, inp: &mut Input) {
     match value {
         AttrValue::Int(i) => *i = v,
-        AttrValue::Str(_) => {}
+        AttrValue::Str(_) | AttrValue::UInt(_) | AttrValue::Float(_) | AttrValue::Bool(_) => {}
         AttrValue::List(items) if !items.is_empty() => {
             let i = inp.below(items.len() as u64) as usize;
             set_some_int(&mut items[i], v, inp);
@@ -1188,7 +1257,11 @@ pub fn tight_loop_kernel(inp: &mut Input) -> LoopKernel {
     let mut stmts = Vec::new();
     let (mut src_end, mut dst_end) = (e, e);
     for _ in 0..inp.urange(1, 3) {
-        let action = inp.pick(&[LoopAction::Copy, LoopAction::Fill, LoopAction::Accumulate]);
+        let action = inp.pick(&[
+            LoopAction::Copy,
+            LoopAction::ZERO_FILL,
+            LoopAction::Accumulate,
+        ]);
         // Mostly short runs, sometimes long enough for vector loops and memcpy.
         let elems = if inp.one_in(4) {
             inp.range(16, 300)
@@ -1223,7 +1296,7 @@ pub fn tight_loop_kernel(inp: &mut Input) -> LoopKernel {
             dst_offset: -dst_lo,
             loops,
         };
-        if action == LoopAction::Fill {
+        if action.is_fill() {
             // A fill does not read the source; the verifier wants its source terms zero.
             stmt.src_offset = 0;
             for l in &mut stmt.loops {

@@ -245,7 +245,7 @@ fn bad_op_descriptions() {
         // A float where an integer is expected says so.
         (
             "SpaceToDepth {block_size = 2.5} : tensor<1x2x2x1xf32>",
-            "2.5 is not an integer",
+            "attribute `block_size` must be an integer, got 2.5",
         ),
     ] {
         let message = expect_error(&["lower", op], "");

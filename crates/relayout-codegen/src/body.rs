@@ -5,7 +5,7 @@ use crate::copy::{self, Mover};
 use crate::loops::Count;
 use crate::mem::Addr;
 use crate::{CodegenError, Helper, Imports};
-use cranelift_codegen::ir::{types, InstBuilder};
+
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{DType, LoopAction};
@@ -39,13 +39,14 @@ impl Body {
             (LoopAction::Copy, true) => Op::Move(Mover::StreamCopy(
                 imports.import(Helper::StreamCopy, b.func)?,
             )),
-            (LoopAction::Fill, false) => {
-                let zero = b.ins().iconst(types::I8, 0);
-                Op::Move(Mover::Zero(b.ins().splat(types::I8X16, zero)))
-            }
-            (LoopAction::Fill, true) => Op::Move(Mover::StreamZero(
+            (LoopAction::Fill { value }, true) if value.is_zero() => Op::Move(Mover::StreamZero(
                 imports.import(Helper::StreamZero, b.func)?,
             )),
+            // Other values are not streamed: the helper writes zeros only, and a constant
+            // Pad's fills are its borders, not the bulk of its output.
+            (LoopAction::Fill { value }, _) => {
+                Op::Move(Mover::fill(b, copy::fill_pattern(value, dtype)))
+            }
             (LoopAction::Accumulate, _) => Op::Add(Adder::new(b, dtype, imports)?),
         };
         Ok(Body { op, bytes, config })
@@ -61,7 +62,7 @@ impl Body {
 
     /// Whether the body reads the source (a fill does not, so its pointer never moves).
     pub fn reads_src(&self) -> bool {
-        !matches!(self.op, Op::Move(Mover::Zero(_) | Mover::StreamZero(_)))
+        !matches!(self.op, Op::Move(Mover::Fill { .. } | Mover::StreamZero(_)))
     }
 
     /// Whether a run is a single move or vector add (at most 16 bytes, no call), which is

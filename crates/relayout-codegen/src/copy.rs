@@ -20,9 +20,10 @@
 use crate::loops::{counted_loop, Count};
 use crate::mem::{load, move_type, store, Addr};
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{types, ConstantData, FuncRef, InstBuilder, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
+use relayout_ir::{DType, Scalar};
 
 /// Longest run moved by straight-line vector moves.
 pub(crate) const INLINE_MAX: u64 = 128;
@@ -57,19 +58,68 @@ pub fn streams(action: relayout_ir::LoopAction, bytes: u64, dst_bytes: u64) -> b
         && dst_bytes >= STREAM_MIN_DST
 }
 
-/// What one piece of a run does: copy it or zero it.
+/// What one piece of a run does: copy it or fill it.
 #[derive(Clone, Copy)]
 pub(crate) enum Mover {
     Copy,
-    /// Stores the given zero value, made once in the entry block: an `i8x16` zero vector.
-    Zero(Value),
+    /// Stores a 16-byte pattern: the fill value repeated (see [`fill_pattern`]), made once in
+    /// the entry block as an `i8x16` vector. A piece of fewer bytes stores the pattern's low
+    /// bytes, which is the value repeated too, since pieces start at multiples of the element
+    /// size (a run's length is a multiple of it, and pieces are powers of two at least that
+    /// large, placed from either end of the run).
+    Fill {
+        vector: Value,
+        pattern: u128,
+    },
     /// Copies through the [`Helper::StreamCopy`](crate::Helper::StreamCopy) function.
     StreamCopy(FuncRef),
     /// Zeroes through the [`Helper::StreamZero`](crate::Helper::StreamZero) function.
     StreamZero(FuncRef),
 }
 
+/// The fill value of `dtype` repeated over 16 bytes (every dtype's size divides 16).
+pub(crate) fn fill_pattern(value: Scalar, dtype: DType) -> u128 {
+    let size = dtype.size() as u32;
+    let mut pattern = value.0;
+    let mut width = size * 8;
+    while width < 128 {
+        pattern |= pattern << width;
+        width *= 2;
+    }
+    pattern
+}
+
 impl Mover {
+    /// A fill mover storing `pattern`, with its vector made at the current point (the entry
+    /// block).
+    pub(crate) fn fill(b: &mut FunctionBuilder, pattern: u128) -> Mover {
+        let vector = if pattern == 0 {
+            // Zero as a splat, which lowers to one register clear (no constant-pool load).
+            let zero = b.ins().iconst(types::I8, 0);
+            b.ins().splat(types::I8X16, zero)
+        } else {
+            let handle = b
+                .func
+                .dfg
+                .constants
+                .insert(ConstantData::from(pattern.to_le_bytes().to_vec()));
+            b.ins().vconst(types::I8X16, handle)
+        };
+        Mover::Fill { vector, pattern }
+    }
+
+    /// The byte every byte of the pattern is, when they are all the same (then `memset` can
+    /// write it).
+    fn memset_byte(self) -> Option<u8> {
+        match self {
+            Mover::Fill { pattern, .. } => {
+                let bytes = pattern.to_le_bytes();
+                bytes.iter().all(|&x| x == bytes[0]).then_some(bytes[0])
+            }
+            _ => None,
+        }
+    }
+
     /// Moves `size` (1, 2, 4, 8 or 16) bytes at `delta` from both addresses.
     fn piece(self, b: &mut FunctionBuilder, size: u64, src: Addr, dst: Addr, delta: u64) {
         let Some(ty) = move_type(size) else {
@@ -79,8 +129,14 @@ impl Mover {
         let delta = delta as i64;
         let value = match self {
             Mover::Copy | Mover::StreamCopy(_) => load(b, ty, src, delta),
-            Mover::Zero(zero) if size == 16 => zero,
-            Mover::Zero(_) | Mover::StreamZero(_) => b.ins().iconst(ty, 0),
+            Mover::Fill { vector, .. } if size == 16 => vector,
+            // The low `size` bytes, zero-extended, as Cranelift's verifier wants immediates of
+            // narrow integer types.
+            Mover::Fill { pattern, .. } => {
+                let low = (pattern as u64) & (u64::MAX >> (64 - 8 * size));
+                b.ins().iconst(ty, low as i64)
+            }
+            Mover::StreamZero(_) => b.ins().iconst(ty, 0),
         };
         store(b, value, dst, delta);
     }
@@ -100,9 +156,10 @@ impl Mover {
                 let s = src.value(b, 0);
                 b.call_memcpy(cfg, d, s, size);
             }
-            Mover::Zero(_) => {
-                let zero = b.ins().iconst(types::I8, 0);
-                b.call_memset(cfg, d, zero, size);
+            Mover::Fill { .. } => {
+                let byte = self.memset_byte().unwrap_or(0);
+                let byte = b.ins().iconst(types::I8, i64::from(byte));
+                b.call_memset(cfg, d, byte, size);
             }
             Mover::StreamCopy(_) | Mover::StreamZero(_) => {
                 let one = b.ins().iconst(types::I64, 1);
@@ -133,7 +190,7 @@ impl Mover {
             Mover::StreamZero(f) => {
                 b.ins().call(f, &[d, size, count, dst_step]);
             }
-            Mover::Copy | Mover::Zero(_) => unreachable!("only streaming movers call rows"),
+            Mover::Copy | Mover::Fill { .. } => unreachable!("only streaming movers call rows"),
         }
     }
 }
@@ -168,7 +225,10 @@ pub(crate) fn emit_run(
 ) -> Result<(), CodegenError> {
     // A streaming mover exists only for runs of at least `STREAM_MIN_RUN` (see `streams`).
     let streaming = matches!(mover, Mover::StreamCopy(_) | Mover::StreamZero(_));
-    if bytes >= CALL_MIN || streaming {
+    // A fill whose bytes differ (most non-zero values) cannot use memset: it stays on the
+    // vector loop below, however long the run.
+    let callable = !matches!(mover, Mover::Fill { .. }) || mover.memset_byte().is_some();
+    if (bytes >= CALL_MIN && callable) || streaming {
         mover.call(b, cfg, bytes, src, dst);
     } else if bytes > INLINE_MAX {
         let iterations = bytes / LOOP_STEP;

@@ -97,7 +97,28 @@ pub fn translate_stmt(
             stmt: index,
             what: "the destination size",
         })?;
-    let stream = copy::streams(stmt.action, stmt.bytes, dst_bytes);
+    // Within a fused band, members write interleaved runs of the same output lines in every
+    // band iteration (a padded row's edge elements beside its body): non-temporal stores
+    // mixed with ordinary ones on one line flush partial lines and ran 14x slower than
+    // memcpy (reflect Pad of 4x256x64x64 f32). So a member streams only when all do.
+    // And a statement streams only whole cache lines (runs, offset and strides multiples of
+    // 64 bytes): a non-temporal run that starts or ends inside a line leaves that line to be
+    // merged with the ordinary stores of its neighbours (the 4-byte edges of an edge Pad of
+    // 4x256x64x64 f32 beside streamed 256-byte rows ran 12x slower than memcpy).
+    let whole_lines = |s: &relayout_ir::LoopStmt| {
+        let line = copy::STREAM_MIN_RUN as i64;
+        s.bytes % copy::STREAM_MIN_RUN == 0
+            && s.dst_offset % line == 0
+            && s.loops.iter().all(|l| l.dst_stride % line == 0)
+    };
+    let streams =
+        |s: &relayout_ir::LoopStmt| copy::streams(s.action, s.bytes, dst_bytes) && whole_lines(s);
+    let stream = streams(stmt)
+        && kernel
+            .bands
+            .iter()
+            .find(|band| band.members().contains(&index))
+            .is_none_or(|band| kernel.stmts[band.members()].iter().all(streams));
     let body = Body::new(
         &mut b,
         stmt.action,

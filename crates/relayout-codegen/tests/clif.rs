@@ -69,7 +69,11 @@ fn generated_functions_pass_the_cranelift_verifier() {
         vec![lp(2, 2, 2), lp(3, 3, 3), lp(4, 4, 4), lp(5, 5, 5)],
     ];
     for dtype in DType::ALL {
-        for action in [LoopAction::Copy, LoopAction::Fill, LoopAction::Accumulate] {
+        for action in [
+            LoopAction::Copy,
+            LoopAction::ZERO_FILL,
+            LoopAction::Accumulate,
+        ] {
             for elems in [1u64, 3, 8, 16, 17, 100, 1000] {
                 for loops in &loop_sets {
                     let k = kernel(dtype, action, elems * dtype.size(), loops.clone());

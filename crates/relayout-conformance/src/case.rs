@@ -177,11 +177,15 @@ impl Parser<'_> {
 
     fn attr(&self, key: &str, v: &Value) -> Result<AttrValue, LoadError> {
         match v {
-            Value::Number(n) => n.as_i64().map(AttrValue::Int).ok_or_else(|| {
-                self.schema(format!(
-                    "attribute `{key}`: {n} is not a 64-bit signed integer"
-                ))
+            // Integers stay exact (int64 and uint64 values use the full range); other numbers
+            // are floats, which only Pad's constant_value takes.
+            Value::Number(n) => Ok(match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => AttrValue::Int(i),
+                (None, Some(u), _) => AttrValue::UInt(u),
+                (None, None, Some(x)) => AttrValue::Float(x),
+                _ => return Err(self.schema(format!("attribute `{key}`: {n} is not a number"))),
             }),
+            Value::Bool(b) => Ok(AttrValue::Bool(*b)),
             Value::String(s) => Ok(AttrValue::Str(s.clone())),
             Value::Array(items) => items
                 .iter()

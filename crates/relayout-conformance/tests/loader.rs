@@ -189,9 +189,16 @@ fn malformed_files_are_typed_errors() {
     let both = r#"{"name": "t", "op": "X", "attrs": {}, "input": {"dtype": "bool", "shape": []},
         "error": "e", "output": {"dtype": "bool", "shape": [], "data": [true]}}"#;
     assert_eq!(load_error(both).0, LoadErrorKind::Schema);
-    let float_attr = r#"{"name": "t", "op": "X", "attrs": {"block_size": 2.5},
+    // A float attribute loads (Pad's constant_value is one); the op refuses it where it
+    // wants an integer.
+    let float_attr = r#"{"name": "t", "op": "SpaceToDepth", "attrs": {"block_size": 2.5},
         "input": {"dtype": "bool", "shape": []}, "error": "e"}"#;
-    assert_eq!(load_error(float_attr).0, LoadErrorKind::Schema);
+    let case = parse_case(float_attr, "t.json").expect("a float attribute loads");
+    assert_eq!(case.attrs["block_size"], AttrValue::Float(2.5));
+    assert_eq!(case.op().unwrap_err().category(), "bad_attribute");
+    let null_attr = r#"{"name": "t", "op": "X", "attrs": {"block_size": null},
+        "input": {"dtype": "bool", "shape": []}, "error": "e"}"#;
+    assert_eq!(load_error(null_attr).0, LoadErrorKind::Schema);
     let output_without_data = r#"{"name": "t", "op": "X", "attrs": {},
         "input": {"dtype": "bool", "shape": []}, "output": {"dtype": "bool", "shape": []}}"#;
     assert_eq!(load_error(output_without_data).0, LoadErrorKind::Schema);

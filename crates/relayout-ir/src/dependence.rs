@@ -117,7 +117,7 @@ mod tests {
 
     fn stmt(bytes: u64, dst_offset: i64, loops: &[(u64, i64)]) -> LoopStmt {
         LoopStmt {
-            action: LoopAction::Fill,
+            action: LoopAction::ZERO_FILL,
             bytes,
             src_offset: 0,
             dst_offset,

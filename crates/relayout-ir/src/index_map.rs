@@ -4,11 +4,12 @@
 //!
 //! ```text
 //! copy       %dst[dst_map] = %src[src_map]     (gather: the copy ops)
-//! fill       %dst[dst_map] = 0                 (padding: all-zero bytes, which is +0.0 / false)
+//! fill       %dst[dst_map] = 0                 (padding: all-zero bytes, which is +0.0 / false,
+//!                                               or a value of the dtype, `= -0.5`)
 //! accumulate %dst[dst_map] += %src[src_map]    (scatter-add: Col2Im)
 //! ```
 
-use crate::{AffineExpr, TensorType};
+use crate::{AffineExpr, Scalar, TensorType};
 
 /// The half-open range `[lo, hi)` of one dim of a domain.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -67,8 +68,11 @@ pub enum Action {
         /// The source index, one expression per source dim.
         src: Vec<AffineExpr>,
     },
-    /// `%dst[dst] = 0`: all-zero bytes of the element type.
-    Fill,
+    /// `%dst[dst] = value`: all-zero bytes of the element type for [`Scalar::ZERO`].
+    Fill {
+        /// The element written.
+        value: Scalar,
+    },
     /// `%dst[dst] += %src[src]`, with the element type's addition.
     Accumulate {
         /// The source index, one expression per source dim.
@@ -77,11 +81,21 @@ pub enum Action {
 }
 
 impl Action {
+    /// A fill with all-zero bytes.
+    pub const ZERO_FILL: Action = Action::Fill {
+        value: Scalar::ZERO,
+    };
+
+    /// Whether this is a fill (of any value).
+    pub fn is_fill(&self) -> bool {
+        matches!(self, Action::Fill { .. })
+    }
+
     /// The source map, for the actions that read the source.
     pub fn src_map(&self) -> Option<&[AffineExpr]> {
         match self {
             Action::Copy { src } | Action::Accumulate { src } => Some(src),
-            Action::Fill => None,
+            Action::Fill { .. } => None,
         }
     }
 
@@ -90,7 +104,7 @@ impl Action {
     pub fn keyword(&self) -> &'static str {
         match self {
             Action::Copy { .. } => "copy",
-            Action::Fill => "fill",
+            Action::Fill { .. } => "fill",
             Action::Accumulate { .. } => "accumulate",
         }
     }

@@ -95,7 +95,9 @@ pub fn interpret(kernel: &Kernel, src: &[u8], dst: &mut [u8]) -> Result<(), Inte
             };
             let d = at(&stmt.dst, &kernel.dst.shape, &mut index, "destination")?;
             match &stmt.action {
-                Action::Fill => dst[d..d + esize].fill(0),
+                Action::Fill { value } => {
+                    dst[d..d + esize].copy_from_slice(&value.to_le_bytes(kernel.dst.dtype))
+                }
                 Action::Copy { src: map } => {
                     let s = at(map, &kernel.src.shape, &mut index, "source")?;
                     dst[d..d + esize].copy_from_slice(&src[s..s + esize]);
@@ -254,7 +256,12 @@ fn run_loop_stmt(
             "destination",
         )?;
         match stmt.action {
-            LoopAction::Fill => dst[d].fill(0),
+            LoopAction::Fill { value } => {
+                let elem = value.to_le_bytes(kernel.dst.dtype);
+                for chunk in dst[d].chunks_mut(elem.len()) {
+                    chunk.copy_from_slice(&elem);
+                }
+            }
             LoopAction::Copy => {
                 let s = range(
                     offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
@@ -298,7 +305,7 @@ mod tests {
                     domain: vec![DimRange::new(0, 4)],
                     guard: vec![],
                     dst: vec![d0.clone()],
-                    action: Action::Fill,
+                    action: Action::ZERO_FILL,
                 },
                 Stmt {
                     domain: vec![DimRange::new(0, 4)],

@@ -26,6 +26,7 @@ mod affine;
 mod dtype;
 mod index_map;
 mod loops;
+mod scalar;
 mod tensor;
 
 pub mod dependence;
@@ -40,5 +41,6 @@ pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
 pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit};
 pub use parse::{parse_any, parse_kernel, parse_loop_kernel, AnyKernel, ParseError};
+pub use scalar::Scalar;
 pub use tensor::{SizeOverflow, TensorType};
 pub use verify::{verify_kernel, verify_loop_kernel, VerifyError};

@@ -15,7 +15,7 @@
 //! bytes, so a fused kernel always computes exactly what its unfused statements compute, in
 //! the same order per element; dropping the bands is always correct.
 
-use crate::{DType, TensorType};
+use crate::{DType, Scalar, TensorType};
 
 /// One loop: `extent` iterations, moving each operand by a byte stride per iteration.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -33,19 +33,33 @@ pub struct Loop {
 pub enum LoopAction {
     /// Copy `bytes` bytes from the source to the destination.
     Copy,
-    /// Write `bytes` zero bytes to the destination (the source is not read).
-    Fill,
+    /// Write `bytes / elem_size` copies of `value` to the destination (the source is not
+    /// read); zero bytes for the zero value.
+    Fill {
+        /// The element written.
+        value: Scalar,
+    },
     /// Add `bytes / elem_size` elements of the source into the destination, element by element.
     Accumulate,
 }
 
 impl LoopAction {
+    /// A fill with all-zero bytes.
+    pub const ZERO_FILL: LoopAction = LoopAction::Fill {
+        value: Scalar::ZERO,
+    };
+
+    /// Whether this is a fill (of any value).
+    pub fn is_fill(self) -> bool {
+        matches!(self, LoopAction::Fill { .. })
+    }
+
     /// The keyword that starts the statement in the printed IR: `copy`, `fill` or
     /// `accumulate`.
     pub fn keyword(self) -> &'static str {
         match self {
             LoopAction::Copy => "copy",
-            LoopAction::Fill => "fill",
+            LoopAction::Fill { .. } => "fill",
             LoopAction::Accumulate => "accumulate",
         }
     }

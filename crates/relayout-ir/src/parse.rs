@@ -29,7 +29,7 @@
 
 use crate::{
     Action, AffineExpr, Band, Constraint, DType, DimRange, Kernel, Loop, LoopAction, LoopKernel,
-    LoopStmt, Stmt, TensorType,
+    LoopStmt, Scalar, Stmt, TensorType,
 };
 use std::fmt::Write;
 
@@ -119,6 +119,9 @@ enum Kind {
     Ident(String),
     /// A non-negative integer literal; a leading `-` is a separate token.
     Int(u64),
+    /// A number that is not a plain integer (`1.5`, `1e-7`, `0x7fc00000`): only fill values
+    /// have them, and [`Scalar::parse`] reads them in the fill's dtype.
+    Number(String),
     /// `@name`.
     Symbol(String),
     /// `%src`, `%dst`.
@@ -219,9 +222,9 @@ impl<'a> Lexer<'a> {
     }
 
     /// Consumes characters while `f` holds and returns them.
-    fn take_while(&mut self, f: impl Fn(char) -> bool) -> &'a str {
+    fn take_while(&mut self, mut f: impl FnMut(char) -> bool) -> &'a str {
         let start = self.pos;
-        while self.peek_char().is_some_and(&f) {
+        while self.peek_char().is_some_and(&mut f) {
             self.bump();
         }
         &self.src[start..self.pos]
@@ -267,7 +270,7 @@ impl<'a> Lexer<'a> {
             });
         };
         let kind = if c.is_ascii_digit() {
-            Kind::Int(self.integer()?)
+            self.number()?
         } else if c.is_ascii_alphabetic() || c == '_' {
             let word = self.take_while(is_ident_char);
             if word == "tensor" {
@@ -305,6 +308,32 @@ impl<'a> Lexer<'a> {
             col,
             text: shorten(&self.src[start..self.pos]),
         })
+    }
+
+    /// An integer, or a [`Kind::Number`] when the digits go on as a decimal fraction, an
+    /// exponent or hex digits after `0x`.
+    fn number(&mut self) -> Result<Kind, ParseError> {
+        let rest = self.rest();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = rest.as_bytes().get(digits).copied();
+        let is_number = match after {
+            Some(b'.' | b'e' | b'E') => true,
+            Some(b'x' | b'X') => digits == 1 && rest.starts_with('0'),
+            _ => false,
+        };
+        if !is_number {
+            return Ok(Kind::Int(self.integer()?));
+        }
+        let mut prev = ' ';
+        let text = self.take_while(|c| {
+            // A sign only right after an exponent's `e` (`1e-7`), never after hex digits.
+            let ok = c.is_ascii_alphanumeric()
+                || c == '.'
+                || (matches!(c, '+' | '-') && matches!(prev, 'e' | 'E'));
+            prev = c;
+            ok
+        });
+        Ok(Kind::Number(text.to_string()))
     }
 
     /// A run of decimal digits as a `u64`; a literal that does not fit is an error.
@@ -418,6 +447,8 @@ struct Parser<'a> {
     nesting: usize,
     /// Dims used by the statement being parsed.
     uses: Vec<Use>,
+    /// The destination's element type, from the kernel header: the type of fill values.
+    dtype: DType,
 }
 
 impl<'a> Parser<'a> {
@@ -427,6 +458,7 @@ impl<'a> Parser<'a> {
             peeked: None,
             nesting: 0,
             uses: Vec::new(),
+            dtype: DType::F32,
         }
     }
 
@@ -540,6 +572,7 @@ impl<'a> Parser<'a> {
         let dst = self.operand_type("dst")?;
         self.expect_punct(")")?;
         self.expect_punct("{")?;
+        self.dtype = dst.dtype;
         Ok((name, src, dst))
     }
 
@@ -686,8 +719,9 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.expect_punct("=")?;
-                self.fill_value()?;
-                Action::Fill
+                Action::Fill {
+                    value: self.fill_value()?,
+                }
             }
         };
         let domain = if self.peek_is_word("for")? {
@@ -712,13 +746,52 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// The `0` of `fill ... = 0`.
-    fn fill_value(&mut self) -> Result<(), ParseError> {
-        let tok = self.next()?;
-        match tok.kind {
-            Kind::Int(0) => Ok(()),
-            _ => Err(unexpected(&tok, "`0` (a fill writes zero bytes)")),
+    /// The value of `fill ... = VALUE`, in the kernel's destination dtype: `0`, `-46`,
+    /// `-0.125`, `inf`, `nan`, `true`, `0x7fc00001`, or `(re, im)` for complex.
+    fn fill_value(&mut self) -> Result<Scalar, ParseError> {
+        let first = self.peek()?.clone();
+        let mut text = String::new();
+        let complex = matches!(first.kind, Kind::Punct("("));
+        if complex {
+            self.next()?;
+            text.push('(');
+            self.fill_part(&mut text)?;
+            self.expect_punct(",")?;
+            text.push(',');
+            self.fill_part(&mut text)?;
+            self.expect_punct(")")?;
+            text.push(')');
+        } else {
+            self.fill_part(&mut text)?;
         }
+        let dtype = self.dtype;
+        Scalar::parse(dtype, &text).ok_or_else(|| ParseError {
+            line: first.line,
+            col: first.col,
+            message: format!(
+                "`{text}` is not a value of {} (a fill writes one element of the destination's \
+                 dtype, exactly)",
+                dtype.mlir_name()
+            ),
+            found: shorten(&text),
+        })
+    }
+
+    /// One real number of a fill value: an optional `-`, then digits, a number, or a word
+    /// (`true`, `inf`, `nan`).
+    fn fill_part(&mut self, text: &mut String) -> Result<(), ParseError> {
+        let mut tok = self.next()?;
+        if matches!(tok.kind, Kind::Punct("-")) {
+            text.push('-');
+            tok = self.next()?;
+        }
+        match tok.kind {
+            Kind::Int(v) => text.push_str(&v.to_string()),
+            Kind::Number(n) => text.push_str(&n),
+            Kind::Ident(w) => text.push_str(&w),
+            _ => return Err(unexpected(&tok, "a fill value (`0`, `-1.5`, `true`, ...)")),
+        }
+        Ok(())
     }
 
     /// `%name[e, e, ...]`, possibly empty.
@@ -996,8 +1069,8 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.expect_punct("=")?;
-                self.fill_value()?;
-                (LoopAction::Fill, 0, Vec::new())
+                let value = self.fill_value()?;
+                (LoopAction::Fill { value }, 0, Vec::new())
             }
         };
         let extents = if self.peek_is_word("for")? {

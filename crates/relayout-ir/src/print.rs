@@ -22,7 +22,10 @@
 //! }
 //! ```
 
-use crate::{Action, AffineExpr, Constraint, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, Unit};
+use crate::{
+    Action, AffineExpr, Constraint, DType, Kernel, LoopAction, LoopKernel, LoopStmt, Scalar, Stmt,
+    Unit,
+};
 use std::fmt::{self, Display, Formatter, Write};
 
 /// Binding strength, as in MLIR: `+` binds loosest; `*`, `floordiv` and `mod` bind equally
@@ -111,10 +114,41 @@ impl fmt::Debug for Constraint {
 /// Continuation lines of a statement are indented by this much more than its first line.
 const CONTINUATION: &str = "    ";
 
+/// A fill's value: typed when the statement is printed in its kernel (`-0.5`, `true`), as hex
+/// bits when printed alone (a statement does not know its dtype), `0` for zero either way.
+fn fill_text(value: Scalar, dtype: Option<DType>) -> String {
+    match dtype {
+        Some(dtype) => value.display(dtype),
+        None if value.is_zero() => "0".to_string(),
+        None => format!("0x{:x}", value.0),
+    }
+}
+
+/// A statement printed inside its kernel, which gives the dtype of its fill value.
+struct InKernel<'a, T>(&'a T, DType);
+
+impl Display for InKernel<'_, Stmt> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.0.write(f, Some(self.1))
+    }
+}
+
+impl Display for InKernel<'_, LoopStmt> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.0.write(f, Some(self.1))
+    }
+}
+
 impl Display for Stmt {
     /// One statement, without leading indentation; continuation lines are indented by four
     /// spaces relative to the first (the kernel printer adds its own indentation to each line).
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl Stmt {
+    fn write(&self, f: &mut Formatter<'_>, dtype: Option<DType>) -> fmt::Result {
         write!(f, "{} ", self.action.keyword())?;
         write_map(f, "dst", &self.dst)?;
         match &self.action {
@@ -122,7 +156,7 @@ impl Display for Stmt {
                 f.write_str(" = ")?;
                 write_map(f, "src", src)?;
             }
-            Action::Fill => f.write_str(" = 0")?,
+            Action::Fill { value } => write!(f, " = {}", fill_text(*value, dtype))?,
             Action::Accumulate { src } => {
                 f.write_str(" += ")?;
                 write_map(f, "src", src)?;
@@ -171,7 +205,7 @@ impl Display for Kernel {
             self.name, self.src, self.dst
         )?;
         for s in &self.stmts {
-            write_indented(f, &s.to_string())?;
+            write_indented(f, &InKernel(s, self.dst.dtype).to_string())?;
         }
         f.write_str("}\n")
     }
@@ -202,6 +236,12 @@ fn write_offset(
 
 impl Display for LoopStmt {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl LoopStmt {
+    fn write(&self, f: &mut Formatter<'_>, dtype: Option<DType>) -> fmt::Result {
         write!(f, "{} {} bytes ", self.action.keyword(), self.bytes)?;
         write_offset(
             f,
@@ -222,7 +262,7 @@ impl Display for LoopStmt {
                 f.write_str(" = ")?;
                 src(f)?;
             }
-            LoopAction::Fill => f.write_str(" = 0")?,
+            LoopAction::Fill { value } => write!(f, " = {}", fill_text(value, dtype))?,
             LoopAction::Accumulate => {
                 f.write_str(" += ")?;
                 src(f)?;
@@ -256,7 +296,9 @@ impl Display for LoopKernel {
         )?;
         for unit in self.units() {
             match unit {
-                Unit::Stmt(i) => write_indented(f, &self.stmts[i].to_string())?,
+                Unit::Stmt(i) => {
+                    write_indented(f, &InKernel(&self.stmts[i], self.dst.dtype).to_string())?
+                }
                 Unit::Band(band) => {
                     // `fused for i0 in 0 to 256 {`: the shared loops, as the members' own
                     // loop lists spell them (the parser checks that they agree).
@@ -272,7 +314,7 @@ impl Display for LoopKernel {
                     }
                     body.push_str(" {\n");
                     for s in &self.stmts[band.members()] {
-                        for line in s.to_string().lines() {
+                        for line in InKernel(s, self.dst.dtype).to_string().lines() {
                             writeln!(body, "  {line}")?;
                         }
                     }
@@ -341,7 +383,7 @@ mod tests {
                     domain: vec![DimRange::new(3, 4)],
                     guard: vec![],
                     dst: vec![d(0)],
-                    action: Action::Fill,
+                    action: Action::ZERO_FILL,
                 },
             ],
         };

@@ -40,8 +40,12 @@ impl TensorType {
         self.shape.len()
     }
 
-    /// Number of elements, or an error when it does not fit below 2^63.
+    /// Number of elements, or an error when it does not fit below 2^63. A shape with a zero
+    /// dim has no elements whatever its other dims, in any order of the dims.
     pub fn num_elements(&self) -> Result<u64, SizeOverflow> {
+        if self.shape.contains(&0) {
+            return Ok(0);
+        }
         self.shape
             .iter()
             .try_fold(1u64, |acc, &d| {

@@ -62,7 +62,7 @@
 //! error written under the statement it concerns, as Cranelift prints verifier errors.
 
 use crate::parse::MAX_EXPR_DEPTH;
-use crate::{AffineExpr, Interval, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, TensorType};
+use crate::{AffineExpr, Interval, Kernel, LoopKernel, LoopStmt, Stmt, TensorType};
 use std::fmt;
 
 /// One failed check.
@@ -645,7 +645,7 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
             );
         }
     }
-    let reads_src = stmt.action != LoopAction::Fill;
+    let reads_src = !stmt.action.is_fill();
     if !reads_src && (stmt.src_offset != 0 || stmt.loops.iter().any(|l| l.src_stride != 0)) {
         diags.error(
             "fill-source",

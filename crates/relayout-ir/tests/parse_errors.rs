@@ -123,8 +123,13 @@ fn structural_errors_point_at_the_token() {
     check(e, 2, 16, "=", "expected `,` or `]`");
     let e = err("  copy %dst[d0] += %src[d0]\n      for d0 in 0 to 4\n}\n");
     check(e, 2, 17, "+=", "expected `=`");
-    let e = err("  fill %dst[0] = 1\n}\n");
-    check(e, 2, 18, "1", "expected `0`");
+    // A fill value must be a value of the destination's dtype (f32 here), exactly.
+    let e = err("  fill %dst[0] = true\n}\n");
+    check(e, 2, 18, "true", "is not a value of f32");
+    let e = err("  fill %dst[0] = 0.1\n}\n");
+    check(e, 2, 18, "0.1", "is not a value of f32");
+    let e = err("  fill %dst[0] = %src\n}\n");
+    check(e, 2, 18, "%src", "expected a fill value");
     let e = err("  move %dst[0] = 0\n}\n");
     check(e, 2, 3, "move", "a statement");
     let e = err("  fill %dst[0] = 0\n}\n}\n");

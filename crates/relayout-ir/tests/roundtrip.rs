@@ -126,7 +126,7 @@ fn extreme_constants_round_trip() {
                 domain: vec![relayout_ir::DimRange::new(i64::MIN, i64::MAX)],
                 guard: vec![],
                 dst: vec![e],
-                action: relayout_ir::Action::Fill,
+                action: relayout_ir::Action::ZERO_FILL,
             }],
         };
         assert_eq!(parse_kernel(&k.to_string()), Ok(k));

@@ -22,7 +22,7 @@ struct Shape {
 fn shape() -> impl Strategy<Value = Shape> {
     let action = prop_oneof![
         Just(LoopAction::Copy),
-        Just(LoopAction::Fill),
+        Just(LoopAction::ZERO_FILL),
         Just(LoopAction::Accumulate)
     ];
     // Mostly short runs; some long enough for the in-run vector loop, a few for libc calls.
@@ -68,7 +68,7 @@ fn kernel(dtype: DType, shapes: Vec<Shape>) -> LoopKernel {
                 l.extent = l.extent.min(3);
             }
         }
-        if s.action == LoopAction::Fill {
+        if s.action.is_fill() {
             for l in &mut s.loops {
                 l.src_stride = 0;
             }
@@ -87,7 +87,7 @@ fn kernel(dtype: DType, shapes: Vec<Shape>) -> LoopKernel {
         };
         let (slo, shi) = reach(&|l| l.src_stride);
         let (dlo, dhi) = reach(&|l| l.dst_stride);
-        let src_offset = if s.action == LoopAction::Fill {
+        let src_offset = if s.action.is_fill() {
             0
         } else {
             s.slack.0 - slo

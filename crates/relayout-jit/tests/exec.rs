@@ -111,7 +111,7 @@ fn fill_runs_of_every_length() {
             1,
             4 * ds as u64,
             vec![stmt(
-                LoopAction::Fill,
+                LoopAction::ZERO_FILL,
                 n,
                 0,
                 1,
@@ -131,8 +131,12 @@ fn small_runs_in_unrolled_loops_of_every_count() {
         for extent in 0..14u64 {
             let (ss, ds) = (n as i64 + 1, n as i64 + 2);
             let len = |s: i64| extent * s as u64 + 16;
-            for action in [LoopAction::Copy, LoopAction::Fill, LoopAction::Accumulate] {
-                let src_stride = if action == LoopAction::Fill { 0 } else { ss };
+            for action in [
+                LoopAction::Copy,
+                LoopAction::ZERO_FILL,
+                LoopAction::Accumulate,
+            ] {
+                let src_stride = if action.is_fill() { 0 } else { ss };
                 let k = kernel(
                     DType::U8,
                     len(ss),
@@ -388,7 +392,7 @@ fn statements_run_in_order() {
         64,
         64,
         vec![
-            stmt(LoopAction::Fill, 64, 0, 0, vec![]),
+            stmt(LoopAction::ZERO_FILL, 64, 0, 0, vec![]),
             stmt(LoopAction::Copy, 8, 0, 8, vec![lp(4, 16, 16)]),
             stmt(
                 LoopAction::Accumulate,

@@ -14,11 +14,7 @@ fn fill_then_accumulate_f16() -> LoopKernel {
         loops: vec![Loop {
             extent: 8 * 2 / bytes,
             // A fill does not read the source, and the verifier wants that to show.
-            src_stride: if action == LoopAction::Fill {
-                0
-            } else {
-                bytes as i64
-            },
+            src_stride: if action.is_fill() { 0 } else { bytes as i64 },
             dst_stride: bytes as i64,
         }],
     };
@@ -27,7 +23,10 @@ fn fill_then_accumulate_f16() -> LoopKernel {
         name: "fill_acc".into(),
         src: TensorType::new(DType::F16, [8]),
         dst: TensorType::new(DType::F16, [8]),
-        stmts: vec![stmt(LoopAction::Fill, 16), stmt(LoopAction::Accumulate, 2)],
+        stmts: vec![
+            stmt(LoopAction::ZERO_FILL, 16),
+            stmt(LoopAction::Accumulate, 2),
+        ],
     }
 }
 

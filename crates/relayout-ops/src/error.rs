@@ -34,6 +34,19 @@ pub enum ErrorCategory {
     BadCol2ImL,
     /// `bad_col2im_attrs`: Col2Im attributes of the wrong length or out of range.
     BadCol2ImAttrs,
+    /// `bad_perm`: a Transpose `perm` that is not a permutation of `0..rank-1`.
+    BadPerm,
+    /// `bad_pads`: Pad pads of the wrong length, bad axes, a negative output dim, or a pad
+    /// that the edge, reflect and wrap modes refuse.
+    BadPads,
+    /// `bad_slice`: Slice lists of different lengths, a zero step, or a bad axis.
+    BadSlice,
+    /// `bad_repeats`: Tile repeats not one per dim, or negative.
+    BadRepeats,
+    /// `bad_shape`: a Reshape target shape that does not fit the input.
+    BadShape,
+    /// `bad_im2col_attrs`: Im2Col attributes of the wrong length or out of range.
+    BadIm2ColAttrs,
     /// An unknown or missing attribute, or an attribute of the wrong kind.
     BadAttribute,
     /// `unknown_op`: an op name relayout does not know.
@@ -48,7 +61,7 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Every category, in declaration order.
-    pub const ALL: [ErrorCategory; 15] = [
+    pub const ALL: [ErrorCategory; 21] = [
         ErrorCategory::BlockSizeTooSmall,
         ErrorCategory::NotDivisible,
         ErrorCategory::CropsTooLarge,
@@ -60,6 +73,12 @@ impl ErrorCategory {
         ErrorCategory::BadDataFormat,
         ErrorCategory::BadCol2ImL,
         ErrorCategory::BadCol2ImAttrs,
+        ErrorCategory::BadPerm,
+        ErrorCategory::BadPads,
+        ErrorCategory::BadSlice,
+        ErrorCategory::BadRepeats,
+        ErrorCategory::BadShape,
+        ErrorCategory::BadIm2ColAttrs,
         ErrorCategory::BadAttribute,
         ErrorCategory::UnknownOp,
         ErrorCategory::SizeOverflow,
@@ -85,6 +104,12 @@ impl ErrorCategory {
             ErrorCategory::BadDataFormat => "bad_data_format",
             ErrorCategory::BadCol2ImL => "bad_col2im_L",
             ErrorCategory::BadCol2ImAttrs => "bad_col2im_attrs",
+            ErrorCategory::BadPerm => "bad_perm",
+            ErrorCategory::BadPads => "bad_pads",
+            ErrorCategory::BadSlice => "bad_slice",
+            ErrorCategory::BadRepeats => "bad_repeats",
+            ErrorCategory::BadShape => "bad_shape",
+            ErrorCategory::BadIm2ColAttrs => "bad_im2col_attrs",
             ErrorCategory::BadAttribute => "bad_attribute",
             ErrorCategory::UnknownOp => "unknown_op",
             ErrorCategory::SizeOverflow => "size_overflow",

@@ -8,7 +8,9 @@
 //! was built.
 
 use crate::validate::fail;
-use crate::{AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError};
+use crate::{
+    AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError, PadMode, PadValue,
+};
 
 /// Reads the attributes of one op, naming the op in every message.
 struct Reader<'a> {
@@ -111,10 +113,81 @@ impl<'a> Reader<'a> {
                         ),
                     )
                 }
-                AttrValue::Str(_) => return self.wrong_kind(name, want, value),
+                _ => return self.wrong_kind(name, want, value),
             }
         }
         Ok(pairs)
+    }
+
+    /// An optional list of integers, `None` when absent (its default depends on the input).
+    fn opt_ints(&self, name: &str) -> Result<Option<Vec<i64>>, OpError> {
+        self.attrs
+            .get(name)
+            .map(|v| self.int_list(name, v))
+            .transpose()
+    }
+
+    /// Pad's `mode`, defaulting to constant; case-sensitive.
+    fn pad_mode(&self) -> Result<PadMode, OpError> {
+        match self.string("mode")? {
+            None => Ok(PadMode::Constant),
+            Some(s) => PadMode::from_name(s).ok_or_else(|| {
+                OpError::new(
+                    ErrorCategory::BadMode,
+                    format!(
+                        "{}: unknown mode \"{s}\"; expected constant, reflect, edge or wrap",
+                        self.op
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// Pad's `constant_value`, written like a tensor element: a number, `"nan"`, `"inf"`,
+    /// `"-inf"`, a bool, or `[re, im]`; zero when absent.
+    fn pad_value(&self) -> Result<PadValue, OpError> {
+        let Some(value) = self.attrs.get("constant_value") else {
+            return Ok(PadValue::ZERO);
+        };
+        let want = "a number, \"nan\", \"inf\", \"-inf\", a bool or [re, im]";
+        let real = |v: &AttrValue| -> Option<f64> {
+            match v {
+                AttrValue::Int(i) => Some(*i as f64).filter(|x| *x as i64 == *i),
+                AttrValue::Float(x) => Some(*x),
+                AttrValue::Str(s) => match s.as_str() {
+                    "nan" => Some(f64::NAN),
+                    "inf" => Some(f64::INFINITY),
+                    "-inf" => Some(f64::NEG_INFINITY),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        Ok(match value {
+            AttrValue::Int(i) => PadValue::Int(i128::from(*i)),
+            AttrValue::UInt(u) => PadValue::Int(i128::from(*u)),
+            AttrValue::Bool(b) => PadValue::Bool(*b),
+            AttrValue::List(parts) => match parts.as_slice() {
+                [re, im] => match (real(re), real(im)) {
+                    (Some(re), Some(im)) => PadValue::Complex(re.to_bits(), im.to_bits()),
+                    _ => return self.wrong_kind("constant_value", want, value),
+                },
+                _ => return self.wrong_kind("constant_value", want, value),
+            },
+            other => match real(other) {
+                Some(x) => PadValue::float(x),
+                None => return self.wrong_kind("constant_value", want, value),
+            },
+        })
+    }
+
+    /// Reshape's `allowzero`: 0 (default) or 1.
+    fn allowzero(&self) -> Result<bool, OpError> {
+        match self.attrs.get("allowzero") {
+            None | Some(AttrValue::Int(0)) => Ok(false),
+            Some(AttrValue::Int(1)) => Ok(true),
+            Some(other) => self.wrong_kind("allowzero", "0 or 1", other),
+        }
     }
 
     /// `data_format`, defaulting to NHWC.
@@ -148,7 +221,7 @@ impl<'a> Reader<'a> {
 }
 
 /// The op names of the conformance format, in the order of [`Op`]'s variants.
-pub const OP_NAMES: [&str; 7] = [
+pub const OP_NAMES: [&str; 13] = [
     "SpaceToDepth",
     "DepthToSpace",
     "SpaceToBatchND",
@@ -156,6 +229,12 @@ pub const OP_NAMES: [&str; 7] = [
     "SpaceToBatch",
     "BatchToSpace",
     "Col2Im",
+    "Transpose",
+    "Pad",
+    "Slice",
+    "Tile",
+    "Reshape",
+    "Im2Col",
 ];
 
 /// The attribute names op `name` (one of [`OP_NAMES`]) accepts, or `None` for an unknown op.
@@ -165,7 +244,7 @@ pub const OP_NAMES: [&str; 7] = [
 ///     relayout_ops::known_attributes("DepthToSpace"),
 ///     Some(&["block_size", "data_format", "mode"][..])
 /// );
-/// assert_eq!(relayout_ops::known_attributes("Reshape"), None);
+/// assert_eq!(relayout_ops::known_attributes("Gather"), None);
 /// ```
 pub fn known_attributes(name: &str) -> Option<&'static [&'static str]> {
     Some(match name {
@@ -176,6 +255,12 @@ pub fn known_attributes(name: &str) -> Option<&'static [&'static str]> {
         "SpaceToBatch" => &["block_size", "paddings"],
         "BatchToSpace" => &["block_size", "crops"],
         "Col2Im" => &["image_shape", "block_shape", "dilations", "pads", "strides"],
+        "Transpose" => &["perm"],
+        "Pad" => &["pads", "mode", "constant_value", "axes"],
+        "Slice" => &["starts", "ends", "axes", "steps"],
+        "Tile" => &["repeats"],
+        "Reshape" => &["shape", "allowzero"],
+        "Im2Col" => &["block_shape", "dilations", "pads", "strides"],
         _ => return None,
     })
 }
@@ -228,6 +313,34 @@ pub(crate) fn from_attrs(name: &str, attrs: &Attrs) -> Result<Op, OpError> {
                 image_shape,
             }
         }
+        "Transpose" => Op::Transpose {
+            perm: r.opt_ints("perm")?,
+        },
+        "Pad" => Op::Pad {
+            pads: r.ints("pads")?,
+            mode: r.pad_mode()?,
+            constant_value: r.pad_value()?,
+            axes: r.opt_ints("axes")?,
+        },
+        "Slice" => Op::Slice {
+            starts: r.ints("starts")?,
+            ends: r.ints("ends")?,
+            axes: r.opt_ints("axes")?,
+            steps: r.opt_ints("steps")?,
+        },
+        "Tile" => Op::Tile {
+            repeats: r.ints("repeats")?,
+        },
+        "Reshape" => Op::Reshape {
+            shape: r.ints("shape")?,
+            allowzero: r.allowzero()?,
+        },
+        "Im2Col" => Op::Im2Col {
+            block_shape: r.ints("block_shape")?,
+            dilations: r.opt_ints("dilations")?,
+            pads: r.opt_ints("pads")?,
+            strides: r.opt_ints("strides")?,
+        },
         _ => return Err(unknown_op(name)),
     })
 }

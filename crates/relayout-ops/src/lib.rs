@@ -13,7 +13,10 @@
 //!
 //! Code map: `op.rs` (the [`Op`] enum and dispatch), `from_attrs.rs` (attributes to ops),
 //! `validate.rs` (checked sizes and shared checks), `lowering.rs` (map building blocks), and
-//! one file per op family: `depth.rs`, `batch.rs`, `col2im.rs`.
+//! one file per op family: `depth.rs`, `batch.rs`, `col2im.rs`, and the ops around them,
+//! `transpose.rs`, `pad.rs`, `slice.rs`, `tile.rs`, `reshape.rs`, `im2col.rs`. All of them are
+//! copies (gathers over boxes of the output) except Col2Im, and Im2Col, which scatters like
+//! Col2Im in reverse.
 
 #![warn(missing_docs)]
 
@@ -23,11 +26,18 @@ mod col2im;
 mod depth;
 mod error;
 mod from_attrs;
+mod im2col;
 mod lowering;
 mod op;
+mod pad;
+mod reshape;
+mod slice;
+mod tile;
+mod transpose;
 mod validate;
 
 pub use attrs::{AttrValue, Attrs};
 pub use error::{ErrorCategory, OpError};
 pub use from_attrs::{known_attributes, OP_NAMES};
 pub use op::{DataFormat, DepthToSpaceMode, Op};
+pub use pad::{PadMode, PadValue};

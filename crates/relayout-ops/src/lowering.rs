@@ -131,6 +131,6 @@ pub(crate) fn fill_all(out_shape: &[u64]) -> Stmt {
         domain: domain(out_shape),
         guard: Vec::new(),
         dst: identity(out_shape.len()),
-        action: Action::Fill,
+        action: Action::ZERO_FILL,
     }
 }

@@ -7,8 +7,14 @@
 use crate::batch::{self, BatchPlan};
 use crate::col2im::{self, Col2ImAttrs, Col2ImPlan};
 use crate::depth::{self, DepthPlan};
+use crate::im2col::{self, Im2ColAttrs, Im2ColPlan};
+use crate::pad::{self, PadAttrs, PadMode, PadPlan, PadValue};
+use crate::reshape::{self, ReshapePlan};
+use crate::slice::{self, SliceAttrs, SlicePlan};
+use crate::tile::{self, TilePlan};
+use crate::transpose::{self, TransposePlan};
 use crate::{from_attrs, Attrs, OpError};
-use relayout_ir::{Action, Kernel, TensorType};
+use relayout_ir::{Kernel, TensorType};
 
 /// Layout of a SpaceToDepth / DepthToSpace tensor.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -158,6 +164,59 @@ pub enum Op {
         /// The step between blocks, per spatial dim (default all 1).
         strides: Vec<i64>,
     },
+    /// ONNX `Transpose`: output dim `i` is input dim `perm[i]`.
+    Transpose {
+        /// A permutation of `0..rank`; `None` reverses the dims.
+        perm: Option<Vec<i64>>,
+    },
+    /// ONNX `Pad` (opset 19+): adds (or, with negative pads, removes) elements at both ends
+    /// of the given axes.
+    Pad {
+        /// All the begins, then all the ends, one pair per entry of `axes`.
+        pads: Vec<i64>,
+        /// How new elements are made.
+        mode: PadMode,
+        /// The value of new elements in constant mode (default zero).
+        constant_value: PadValue,
+        /// The padded axes (negative ones count from the end); `None` is every axis.
+        axes: Option<Vec<i64>>,
+    },
+    /// ONNX `Slice` (opset 13): a strided window of the given axes, with ONNX's clamping.
+    Slice {
+        /// Where each sliced axis starts (negative: from the end).
+        starts: Vec<i64>,
+        /// Where each sliced axis ends, exclusive (negative: from the end).
+        ends: Vec<i64>,
+        /// The sliced axes; `None` is `0..starts.len()`.
+        axes: Option<Vec<i64>>,
+        /// The step of each sliced axis, nonzero; `None` is all 1.
+        steps: Option<Vec<i64>>,
+    },
+    /// ONNX `Tile`: repeats the whole input `repeats[i]` times along each dim.
+    Tile {
+        /// One non-negative count per input dim.
+        repeats: Vec<i64>,
+    },
+    /// ONNX `Reshape` (opset 14+): the same elements in the same order, another shape.
+    Reshape {
+        /// The target shape: sizes, at most one -1 (inferred), and 0s (see `allowzero`).
+        shape: Vec<i64>,
+        /// With `false` (ONNX's default 0), a 0 copies the input dim at its index; with
+        /// `true`, a 0 is a real size-0 dim.
+        allowzero: bool,
+    },
+    /// Im2Col, the inverse layout of Col2Im: `[N, C, *S]` to the columns
+    /// `[N, C * prod(block_shape), L]` of every block position, zero in the padding.
+    Im2Col {
+        /// The spatial size of one block; one entry per spatial dim of the input.
+        block_shape: Vec<i64>,
+        /// The spacing between a block's elements; `None` is all 1.
+        dilations: Option<Vec<i64>>,
+        /// All begins, then all ends; `None` is all 0.
+        pads: Option<Vec<i64>>,
+        /// The step between blocks; `None` is all 1.
+        strides: Option<Vec<i64>>,
+    },
 }
 
 /// A validated op: its family's plan, and which direction of the family it is.
@@ -167,6 +226,12 @@ enum Plan {
     SpaceToBatch(BatchPlan),
     BatchToSpace(BatchPlan),
     Col2Im(Col2ImPlan),
+    Transpose(TransposePlan),
+    Pad(PadPlan),
+    Slice(SlicePlan),
+    Tile(TilePlan),
+    Reshape(ReshapePlan),
+    Im2Col(Im2ColPlan),
 }
 
 impl Plan {
@@ -175,6 +240,12 @@ impl Plan {
             Plan::SpaceToDepth(p) | Plan::DepthToSpace(p, _) => &p.output_type,
             Plan::SpaceToBatch(p) | Plan::BatchToSpace(p) => &p.output_type,
             Plan::Col2Im(p) => &p.output_type,
+            Plan::Transpose(p) => &p.output_type,
+            Plan::Pad(p) => &p.output_type,
+            Plan::Slice(p) => &p.output_type,
+            Plan::Tile(p) => &p.output_type,
+            Plan::Reshape(p) => &p.output_type,
+            Plan::Im2Col(p) => &p.output_type,
         }
     }
 }
@@ -197,6 +268,12 @@ impl Op {
             Op::SpaceToBatch { .. } => "SpaceToBatch",
             Op::BatchToSpace { .. } => "BatchToSpace",
             Op::Col2Im { .. } => "Col2Im",
+            Op::Transpose { .. } => "Transpose",
+            Op::Pad { .. } => "Pad",
+            Op::Slice { .. } => "Slice",
+            Op::Tile { .. } => "Tile",
+            Op::Reshape { .. } => "Reshape",
+            Op::Im2Col { .. } => "Im2Col",
         }
     }
 
@@ -210,6 +287,12 @@ impl Op {
             Op::SpaceToBatch { .. } => "space_to_batch",
             Op::BatchToSpace { .. } => "batch_to_space",
             Op::Col2Im { .. } => "col2im",
+            Op::Transpose { .. } => "transpose",
+            Op::Pad { .. } => "pad",
+            Op::Slice { .. } => "slice",
+            Op::Tile { .. } => "tile",
+            Op::Reshape { .. } => "reshape",
+            Op::Im2Col { .. } => "im2col",
         }
     }
 
@@ -266,6 +349,55 @@ impl Op {
                 },
                 input,
             )?),
+            Op::Transpose { perm } => {
+                Plan::Transpose(transpose::plan_transpose(perm.as_deref(), input)?)
+            }
+            Op::Pad {
+                pads,
+                mode,
+                constant_value,
+                axes,
+            } => Plan::Pad(pad::plan_pad(
+                &PadAttrs {
+                    pads,
+                    mode: *mode,
+                    constant_value: *constant_value,
+                    axes: axes.as_deref(),
+                },
+                input,
+            )?),
+            Op::Slice {
+                starts,
+                ends,
+                axes,
+                steps,
+            } => Plan::Slice(slice::plan_slice(
+                &SliceAttrs {
+                    starts,
+                    ends,
+                    axes: axes.as_deref(),
+                    steps: steps.as_deref(),
+                },
+                input,
+            )?),
+            Op::Tile { repeats } => Plan::Tile(tile::plan_tile(repeats, input)?),
+            Op::Reshape { shape, allowzero } => {
+                Plan::Reshape(reshape::plan_reshape(shape, *allowzero, input)?)
+            }
+            Op::Im2Col {
+                block_shape,
+                dilations,
+                pads,
+                strides,
+            } => Plan::Im2Col(im2col::plan_im2col(
+                &Im2ColAttrs {
+                    block_shape,
+                    dilations: dilations.as_deref(),
+                    pads: pads.as_deref(),
+                    strides: strides.as_deref(),
+                },
+                input,
+            )?),
         })
     }
 
@@ -298,9 +430,15 @@ impl Op {
             Plan::SpaceToBatch(p) => batch::lower_space_to_batch(name, p, input)?,
             Plan::BatchToSpace(p) => batch::lower_batch_to_space(name, p, input)?,
             Plan::Col2Im(p) => col2im::lower_col2im(p, input)?,
+            Plan::Transpose(p) => transpose::lower_transpose(p, input),
+            Plan::Pad(p) => pad::lower_pad(p, input),
+            Plan::Slice(p) => slice::lower_slice(p, input),
+            Plan::Tile(p) => tile::lower_tile(p, input)?,
+            Plan::Reshape(p) => reshape::lower_reshape(p, input)?,
+            Plan::Im2Col(p) => im2col::lower_im2col(p, input)?,
         };
         if input.num_elements().ok() == Some(0) {
-            kernel.stmts.retain(|s| s.action == Action::Fill);
+            kernel.stmts.retain(|s| s.action.is_fill());
         }
         Ok(kernel)
     }

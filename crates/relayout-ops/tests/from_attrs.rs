@@ -113,6 +113,39 @@ fn every_op_parses_with_every_attribute() {
                 ("strides", ints(&[2, 1])),
             ]),
         ),
+        ("Transpose", attrs(&[("perm", ints(&[1, 0, 2]))])),
+        (
+            "Pad",
+            attrs(&[
+                ("pads", ints(&[1, 0, -1, 2])),
+                ("mode", s("constant")),
+                ("constant_value", AttrValue::Float(-0.5)),
+                ("axes", ints(&[0, -1])),
+            ]),
+        ),
+        (
+            "Slice",
+            attrs(&[
+                ("starts", ints(&[0, -1])),
+                ("ends", ints(&[4, i64::MIN])),
+                ("axes", ints(&[0, 1])),
+                ("steps", ints(&[2, -1])),
+            ]),
+        ),
+        ("Tile", attrs(&[("repeats", ints(&[2, 1]))])),
+        (
+            "Reshape",
+            attrs(&[("shape", ints(&[-1, 0])), ("allowzero", int(0))]),
+        ),
+        (
+            "Im2Col",
+            attrs(&[
+                ("block_shape", ints(&[2, 2])),
+                ("dilations", ints(&[1, 2])),
+                ("pads", ints(&[0, 1, 1, 0])),
+                ("strides", ints(&[2, 1])),
+            ]),
+        ),
     ];
     for (name, a) in &all {
         let op = Op::from_attrs(name, a).unwrap();

@@ -162,7 +162,7 @@ fn zero_sized_tensors() {
     let k = op.lower(&TensorType::new(DType::F32, [2, 0, 3])).unwrap();
     assert_eq!(k.dst, TensorType::new(DType::F32, [4, 1, 3]));
     assert_eq!(k.stmts.len(), 1);
-    assert!(k.stmts[0].action == Action::Fill, "{k}");
+    assert!(k.stmts[0].action.is_fill(), "{k}");
 }
 
 /// Checks every convention on a lowered kernel.
@@ -177,7 +177,7 @@ fn check_conventions(op: &Op, input: &TensorType, k: &Kernel) {
     }
     let whole: Vec<DimRange> = out.shape.iter().map(|&n| DimRange::upto(n)).collect();
     let identity: Vec<_> = (0..out.rank()).map(relayout_ir::AffineExpr::dim).collect();
-    let (fills, rest): (Vec<_>, Vec<_>) = k.stmts.iter().partition(|s| s.action == Action::Fill);
+    let (fills, rest): (Vec<_>, Vec<_>) = k.stmts.iter().partition(|s| s.action.is_fill());
     for f in &fills {
         assert_eq!(f.domain, whole, "{k}");
         assert!(f.guard.is_empty(), "{k}");

@@ -195,7 +195,7 @@ pub(crate) fn map_action(a: &Action, f: impl Fn(&AffineExpr) -> AffineExpr) -> A
         Action::Accumulate { src } => Action::Accumulate {
             src: src.iter().map(f).collect(),
         },
-        Action::Fill => Action::Fill,
+        Action::Fill { value } => Action::Fill { value: *value },
     }
 }
 

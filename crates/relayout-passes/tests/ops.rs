@@ -7,7 +7,7 @@ mod common;
 
 use common::{check_every_pass, check_preserves};
 use relayout_ir::{AnyKernel, DType, Kernel, TensorType};
-use relayout_ops::{DataFormat, DepthToSpaceMode, Op};
+use relayout_ops::{DataFormat, DepthToSpaceMode, Op, PadMode, PadValue};
 use relayout_passes::{default_pipeline, PassManager, DEFAULT_PIPELINE};
 
 /// Lowers `op` on `shape`, or `None` when the op rejects the shape.
@@ -120,6 +120,103 @@ fn depth_variants() -> Vec<(Op, DType, Vec<u64>)> {
 #[test]
 fn space_to_depth_and_depth_to_space() {
     let peeled = sweep(&depth_variants(), 40);
+    assert!(peeled.is_empty(), "peel-dims fired on {peeled:#?}");
+}
+
+/// Transpose, Pad (every mode, crops, axes), Slice (negative steps, clamping), Tile,
+/// Reshape and Im2Col (pads, strides, dilations) over small shapes of ranks 1 to 4.
+fn beyond_variants() -> Vec<(Op, DType, Vec<u64>)> {
+    let mut out = Vec::new();
+    let shapes: [&[u64]; 5] = [&[5], &[3, 4], &[2, 3, 4], &[2, 1, 3, 2], &[4, 0, 2]];
+    for shape in shapes {
+        let r = shape.len() as i64;
+        let dtype = [DType::U8, DType::I16, DType::F32, DType::C128][shape.len() % 4];
+        let mut perms: Vec<Option<Vec<i64>>> = vec![None, Some((0..r).collect())];
+        perms.push(Some((1..r).chain([0]).collect()));
+        for perm in perms {
+            out.push((Op::Transpose { perm }, dtype, shape.to_vec()));
+        }
+        for mode in [
+            PadMode::Constant,
+            PadMode::Reflect,
+            PadMode::Edge,
+            PadMode::Wrap,
+        ] {
+            for (b, e) in [(1, 2), (2, 0), (-1, 1), (0, -1), (3, -2)] {
+                let mut pads = vec![b; shape.len()];
+                pads.extend(vec![e; shape.len()]);
+                out.push((
+                    Op::Pad {
+                        pads,
+                        mode,
+                        constant_value: PadValue::Int(7),
+                        axes: None,
+                    },
+                    dtype,
+                    shape.to_vec(),
+                ));
+            }
+            out.push((
+                Op::Pad {
+                    pads: vec![1, 2],
+                    mode,
+                    constant_value: PadValue::float(-0.0),
+                    axes: Some(vec![-1]),
+                },
+                DType::F32,
+                shape.to_vec(),
+            ));
+        }
+        for (start, end, step) in [(0, 3, 1), (-1, i64::MIN, -1), (1, i64::MAX, 2), (4, -9, -2)] {
+            out.push((
+                Op::Slice {
+                    starts: vec![start; shape.len()],
+                    ends: vec![end; shape.len()],
+                    axes: None,
+                    steps: Some(vec![step; shape.len()]),
+                },
+                dtype,
+                shape.to_vec(),
+            ));
+        }
+        for k in [1, 2, 3] {
+            let mut repeats = vec![1; shape.len()];
+            repeats[0] = k;
+            *repeats.last_mut().unwrap() = 4 - k;
+            out.push((Op::Tile { repeats }, dtype, shape.to_vec()));
+        }
+        for target in [vec![-1], vec![1, -1], vec![0, -1]] {
+            out.push((
+                Op::Reshape {
+                    shape: target,
+                    allowzero: false,
+                },
+                dtype,
+                shape.to_vec(),
+            ));
+        }
+        if shape.len() >= 3 {
+            let m = shape.len() - 2;
+            for (k, s, d, p) in [(1, 1, 1, 0), (2, 1, 1, 1), (2, 2, 1, 0), (2, 1, 2, 1)] {
+                out.push((
+                    Op::Im2Col {
+                        block_shape: vec![k; m],
+                        dilations: Some(vec![d; m]),
+                        pads: Some(vec![p; 2 * m]),
+                        strides: Some(vec![s; m]),
+                    },
+                    dtype,
+                    shape.to_vec(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn ops_beyond_the_seeds() {
+    let peeled = sweep(&beyond_variants(), 120);
     assert!(peeled.is_empty(), "peel-dims fired on {peeled:#?}");
 }
 

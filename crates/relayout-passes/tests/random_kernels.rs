@@ -136,7 +136,7 @@ fn stmt(g: &mut Gen, src: &[u64], dst: &[u64]) -> Stmt {
     let action = match (kind, g.range(0, 2)) {
         (0, _) => Action::Copy { src: src_map },
         (1, _) | (_, 2) => Action::Accumulate { src: src_map },
-        (_, 0) => Action::Fill,
+        (_, 0) => Action::ZERO_FILL,
         _ => Action::Copy { src: src_map },
     };
     Stmt {
@@ -157,7 +157,7 @@ fn kernel(seed: u64) -> Kernel {
             domain: domain(&mut g, Some(&dst)),
             guard: Vec::new(),
             dst: identity(dst.len()),
-            action: Action::Fill,
+            action: Action::ZERO_FILL,
         });
     }
     for _ in 0..g.range(1, 3) {

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod beyond;
 mod col2im;
 mod depth;
 mod tensor;
@@ -66,6 +67,10 @@ pub fn reference(op: &Op, input: &TensorType, src: &[u8]) -> Result<Vec<u8>, OpE
         esize: size(input.dtype.size())?,
         bytes: src.to_vec(),
     };
+    // Tile's and Reshape's output shapes are all there is to compute; they come from
+    // validation (shared), and the elements' positions from this crate.
+    let out_shape =
+        || -> Result<Vec<usize>, OpError> { output.shape.iter().map(|&d| size(d)).collect() };
     let out = match op {
         Op::SpaceToDepth {
             block_size,
@@ -118,6 +123,48 @@ pub fn reference(op: &Op, input: &TensorType, src: &[u8]) -> Result<Vec<u8>, OpE
                 pad_end: pads[m..].to_vec(),
             };
             col2im::col2im(&t, input.dtype, &a)?
+        }
+        Op::Transpose { perm } => beyond::transpose(&t, perm.as_deref())?,
+        Op::Pad {
+            pads,
+            mode,
+            constant_value,
+            axes,
+        } => beyond::pad(
+            &t,
+            input.dtype,
+            pads,
+            *mode,
+            *constant_value,
+            axes.as_deref(),
+        )?,
+        Op::Slice {
+            starts,
+            ends,
+            axes,
+            steps,
+        } => beyond::slice(&t, starts, ends, axes.as_deref(), steps.as_deref())?,
+        Op::Tile { .. } => beyond::tile(&t, out_shape()?)?,
+        Op::Reshape { .. } => beyond::reshape(&t, out_shape()?),
+        Op::Im2Col {
+            block_shape,
+            dilations,
+            pads,
+            strides,
+        } => {
+            let m = block_shape.len();
+            let pads = match pads {
+                Some(p) => sizes(p)?,
+                None => vec![0; 2 * m],
+            };
+            let a = beyond::Im2Col {
+                block: sizes(block_shape)?,
+                dilations: dilations.as_deref().map_or(Ok(vec![1; m]), sizes)?,
+                strides: strides.as_deref().map_or(Ok(vec![1; m]), sizes)?,
+                pad_begin: pads[..m].to_vec(),
+                pad_end: pads[m..].to_vec(),
+            };
+            beyond::im2col(&t, &a)?
         }
     };
     // The reference computes its own output shape; the tests hold it to the validated one.

@@ -75,7 +75,7 @@ fn expr_with(
 fn action(kind: u8, src: Vec<AffineExpr>) -> Action {
     match kind {
         0 => Action::Copy { src },
-        1 => Action::Fill,
+        1 => Action::ZERO_FILL,
         _ => Action::Accumulate { src },
     }
 }
@@ -118,7 +118,7 @@ pub fn any_kernel() -> impl Strategy<Value = Kernel> {
 fn loop_action() -> impl Strategy<Value = LoopAction> {
     prop_oneof![
         Just(LoopAction::Copy),
-        Just(LoopAction::Fill),
+        Just(LoopAction::ZERO_FILL),
         Just(LoopAction::Accumulate)
     ]
 }
@@ -132,7 +132,7 @@ fn loop_stmt(
     src_offset: i64,
     loops: Vec<Loop>,
 ) -> LoopStmt {
-    let fill = action == LoopAction::Fill;
+    let fill = action.is_fill();
     LoopStmt {
         action,
         bytes,

@@ -7,7 +7,9 @@
 
 use proptest::prelude::*;
 use relayout_ir::{DType, TensorType};
-use relayout_ops::{AttrValue, Attrs, DataFormat, DepthToSpaceMode, Op, OP_NAMES};
+use relayout_ops::{
+    AttrValue, Attrs, DataFormat, DepthToSpaceMode, Op, PadMode, PadValue, OP_NAMES,
+};
 
 pub fn dtype() -> impl Strategy<Value = DType> {
     proptest::sample::select(DType::ALL.to_vec())
@@ -338,5 +340,49 @@ pub fn any_op() -> impl Strategy<Value = Op> {
                 strides
             }
         ),
+        proptest::option::of(ints(0..7)).prop_map(|perm| Op::Transpose { perm }),
+        (
+            ints(0..9),
+            0usize..4,
+            extreme_i64(),
+            proptest::option::of(ints(0..5))
+        )
+            .prop_map(|(pads, mode, value, axes)| Op::Pad {
+                pads,
+                mode: [
+                    PadMode::Constant,
+                    PadMode::Reflect,
+                    PadMode::Edge,
+                    PadMode::Wrap
+                ][mode],
+                constant_value: PadValue::Int(i128::from(value)),
+                axes,
+            }),
+        (
+            ints(0..5),
+            ints(0..5),
+            proptest::option::of(ints(0..5)),
+            proptest::option::of(ints(0..5))
+        )
+            .prop_map(|(starts, ends, axes, steps)| Op::Slice {
+                starts,
+                ends,
+                axes,
+                steps
+            }),
+        ints(0..5).prop_map(|repeats| Op::Tile { repeats }),
+        (ints(0..5), any::<bool>()).prop_map(|(shape, allowzero)| Op::Reshape { shape, allowzero }),
+        (
+            ints(0..4),
+            proptest::option::of(ints(0..4)),
+            proptest::option::of(ints(0..8)),
+            proptest::option::of(ints(0..4))
+        )
+            .prop_map(|(block_shape, dilations, pads, strides)| Op::Im2Col {
+                block_shape,
+                dilations,
+                pads,
+                strides
+            }),
     ]
 }

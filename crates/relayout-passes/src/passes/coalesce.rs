@@ -41,7 +41,7 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
     if s.loops.iter().any(|l| l.extent == 0) {
         return None;
     }
-    let reads = s.action != LoopAction::Fill;
+    let reads = !s.action.is_fill();
     let mut s = s.clone();
     s.loops.retain(|l| l.extent != 1);
     if s.action != LoopAction::Accumulate {

@@ -39,7 +39,7 @@ fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
     if stmt.domain.iter().any(|r| r.is_empty()) {
         return None;
     }
-    let repeatable = matches!(stmt.action, Action::Copy { .. } | Action::Fill);
+    let repeatable = matches!(stmt.action, Action::Copy { .. } | Action::Fill { .. });
     let mut s = stmt.clone();
     // From the last dim down, so that fixing one does not renumber those still to visit.
     for d in (0..s.domain.len()).rev() {

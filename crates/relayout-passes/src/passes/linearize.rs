@@ -133,7 +133,11 @@ fn lower_stmt(s: &Stmt, src: &Operand, dst: &Operand, esize: u64) -> Result<Loop
         Simplifier::new(&s.domain).ok_or(StmtError::Unsupported("has an empty range".into()))?;
     let (dst_offset, dst_strides) = access(&simp, &s.dst, dst, &s.domain, "destination")?;
     let (action, src_offset, src_strides) = match &s.action {
-        Action::Fill => (LoopAction::Fill, 0, vec![0; s.domain.len()]),
+        Action::Fill { value } => (
+            LoopAction::Fill { value: *value },
+            0,
+            vec![0; s.domain.len()],
+        ),
         Action::Copy { src: map } | Action::Accumulate { src: map } => {
             let (o, st) = access(&simp, map, src, &s.domain, "source")?;
             let a = match s.action {

@@ -39,7 +39,7 @@ use crate::simplify::Simplifier;
 use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters, solve_scaled, with_range};
 use crate::sum::{Atom, Sum};
 use crate::PassError;
-use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Stmt};
+use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Scalar, Stmt};
 
 /// Statements the peeling may create per kernel.
 const MAX_STATEMENTS: usize = 16384;
@@ -270,19 +270,21 @@ fn shrink_fills(stmts: Vec<Stmt>) -> Vec<Stmt> {
     let boxes: Vec<Option<IndexBox>> = stmts
         .iter()
         .map(|s| match s.action {
-            Action::Copy { .. } | Action::Fill => dst_box(s),
+            Action::Copy { .. } | Action::Fill { .. } => dst_box(s),
             Action::Accumulate { .. } => None,
         })
         .collect();
     let mut out = Vec::with_capacity(stmts.len());
     for (i, s) in stmts.iter().enumerate() {
         let shrunk = match (&s.action, &boxes[i]) {
-            (Action::Fill, Some(region)) => remainder(region, &boxes[i + 1..]),
+            (Action::Fill { .. }, Some(region)) => remainder(region, &boxes[i + 1..]),
             _ => None,
         };
-        match shrunk {
-            Some(rest) => out.extend(rest.into_iter().map(fill_box)),
-            None => out.push(s.clone()),
+        match (shrunk, &s.action) {
+            (Some(rest), &Action::Fill { value }) => {
+                out.extend(rest.into_iter().map(|b| fill_box(b, value)))
+            }
+            _ => out.push(s.clone()),
         }
     }
     out
@@ -302,13 +304,13 @@ fn remainder(region: &IndexBox, later: &[Option<IndexBox>]) -> Option<Vec<IndexB
     (rest != [region.clone()]).then_some(rest)
 }
 
-/// `fill %dst[d0, d1, ...] = 0` over the box.
-fn fill_box(b: IndexBox) -> Stmt {
+/// `fill %dst[d0, d1, ...] = value` over the box.
+fn fill_box(b: IndexBox, value: Scalar) -> Stmt {
     Stmt {
         dst: (0..b.len()).map(AffineExpr::Dim).collect(),
         domain: b,
         guard: Vec::new(),
-        action: Action::Fill,
+        action: Action::Fill { value },
     }
 }
 
