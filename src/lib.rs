@@ -605,16 +605,16 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:
-/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`]. A value that is not an
-/// attribute (a float, a boolean, a 65-bit integer) is an [`OpError`] of category
-/// `bad_attribute`, as the same mistake in the op syntax is.
+/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`]. Something that is not
+/// attributes (a value that is `null` or an object, or JSON that is not an object) is an
+/// [`OpError`] of category `bad_attribute`.
 ///
 /// ```
 /// use relayout::{attrs_from_json, AttrValue};
 ///
 /// let attrs = attrs_from_json(&serde_json::json!({"block_size": 2}))?;
 /// assert_eq!(attrs["block_size"], AttrValue::Int(2));
-/// let err = attrs_from_json(&serde_json::json!({"block_size": 2.5})).unwrap_err();
+/// let err = attrs_from_json(&serde_json::json!({"block_size": null})).unwrap_err();
 /// assert_eq!(err.category(), "bad_attribute");
 /// # Ok::<(), relayout::OpError>(())
 /// ```
