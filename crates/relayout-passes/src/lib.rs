@@ -26,7 +26,10 @@
 //! 5. `drop-unit-dims` removes dims with one value;
 //! 6. `linearize` lowers to loop nests with byte strides;
 //! 7. `coalesce`, `interchange`, `coalesce` merge contiguous loops and put a unit-stride loop
-//!    innermost.
+//!    innermost;
+//! 8. `tile-transposes` strip-mines (and for large planes cache-blocks) the source-contiguous
+//!    loop of true transposes of 4- and 8-byte elements, for codegen's register transposes;
+//! 9. `fuse-nests` shares the outer loops of consecutive statements.
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every

@@ -3,7 +3,7 @@
 
 use crate::passes::{
     Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, PeelDims, SplitDims,
-    SplitGuards,
+    SplitGuards, TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -90,6 +90,12 @@ pub static PASSES: &[PassInfo] = &[
         summary: "order loops so the innermost is unit-stride for the destination or the source",
         level: Level::Loops,
         create: || Box::new(Interchange),
+    },
+    PassInfo {
+        name: "tile-transposes",
+        summary: "strip-mine the source-contiguous loop of small-element transposes for register blocks",
+        level: Level::Loops,
+        create: || Box::new(TileTransposes),
     },
     PassInfo {
         name: "fuse-nests",

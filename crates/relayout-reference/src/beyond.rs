@@ -79,8 +79,14 @@ pub(crate) fn slice(
     ends: &[i64],
     axes: Option<&[i64]>,
     steps: Option<&[i64]>,
+    empty_out_shape: Vec<usize>,
 ) -> Result<Dense, OpError> {
     let rank = t.shape.len();
+    if t.shape.contains(&0) {
+        // Nothing to take, and the other dims may be far too large to list positions for:
+        // the (validated) output shape is all there is.
+        return zeros(empty_out_shape, t.esize);
+    }
     let mut taken: Vec<Vec<usize>> = t.shape.iter().map(|&d| (0..d).collect()).collect();
     for k in 0..starts.len() {
         let axis = axes.map_or(k as i64, |a| a[k]);

@@ -143,7 +143,14 @@ pub fn reference(op: &Op, input: &TensorType, src: &[u8]) -> Result<Vec<u8>, OpE
             ends,
             axes,
             steps,
-        } => beyond::slice(&t, starts, ends, axes.as_deref(), steps.as_deref())?,
+        } => beyond::slice(
+            &t,
+            starts,
+            ends,
+            axes.as_deref(),
+            steps.as_deref(),
+            out_shape()?,
+        )?,
         Op::Tile { .. } => beyond::tile(&t, out_shape()?)?,
         Op::Reshape { .. } => beyond::reshape(&t, out_shape()?),
         Op::Im2Col {

@@ -9,6 +9,7 @@ mod linearize;
 mod peel_dims;
 mod split_dims;
 mod split_guards;
+mod tile_transposes;
 
 pub use canonicalize::Canonicalize;
 pub use coalesce::Coalesce;
@@ -19,3 +20,4 @@ pub use linearize::Linearize;
 pub use peel_dims::PeelDims;
 pub use split_dims::SplitDims;
 pub use split_guards::SplitGuards;
+pub use tile_transposes::TileTransposes;
