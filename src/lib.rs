@@ -149,8 +149,9 @@ pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
 pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
+pub use relayout_codegen::Helper;
 pub use relayout_ir as ir;
-pub use relayout_jit::{Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
+pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     PadMode, PadValue, OP_NAMES,
@@ -191,6 +192,52 @@ pub enum Error {
     /// [`PrintAfter::passes`]).
     #[error("{0}")]
     Options(String),
+    /// IR text given to [`opt`] does not parse.
+    #[error(transparent)]
+    Parse(#[from] relayout_ir::ParseError),
+}
+
+/// Why [`opt`] or [`opt_with`] failed: the error, and the IR dumps printed before it (empty
+/// when no dump was selected). It displays as the dumps followed by the error, which is what
+/// `relayout opt` prints.
+///
+/// ```
+/// use relayout::{opt, Error};
+///
+/// let err = opt("kernel @k(", None, false).unwrap_err();
+/// assert!(matches!(err.error, Error::Parse(_)) && err.output.is_empty());
+/// let err = opt("kernel @k(", Some("no-such-pass"), false).unwrap_err();
+/// assert!(matches!(err.error, Error::Parse(_)), "the text is read first");
+/// # Ok::<(), relayout::OptError>(())
+/// ```
+#[derive(Debug)]
+pub struct OptError {
+    /// The selected dumps up to the failure.
+    pub output: String,
+    /// What failed: bad IR text ([`Error::Parse`]), a bad pipeline or a failing pass
+    /// ([`Error::Pass`]), or bad options ([`Error::Options`]).
+    pub error: Error,
+}
+
+impl std::fmt::Display for OptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.output, self.error)
+    }
+}
+
+impl std::error::Error for OptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<E: Into<Error>> From<E> for OptError {
+    fn from(e: E) -> OptError {
+        OptError {
+            output: String::new(),
+            error: e.into(),
+        }
+    }
 }
 
 impl Error {
@@ -268,6 +315,29 @@ pub fn asm_text(loops: &LoopKernel) -> Result<String, Error> {
         loops,
         relayout_jit::Listing::Asm,
     )?)
+}
+
+/// Compiles `op` for `input` ahead of time into an object file for this machine that defines
+/// `symbol(src, dst)` and `symbol_range(src, dst, start, end)` (what `relayout aot` writes).
+/// The loop IR is the one [`compile`] would JIT, verified before any code is generated, and
+/// each statement is translated by the same code generator; [`AotObject::header`] gives the
+/// C header, and [`AotObject::helpers`] the helpers the program must get from
+/// librelayout_capi (none for most kernels).
+///
+/// ```
+/// use relayout::ir::{DType, TensorType};
+/// use relayout::{compile_aot, DataFormat, Op};
+///
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let aot = compile_aot(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]), "s2d")?;
+/// assert!(aot.helpers.is_empty());
+/// assert!(aot.header("SpaceToDepth").contains("void s2d_range(const void *src, void *dst"));
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn compile_aot(op: &Op, input: &TensorType, symbol: &str) -> Result<AotObject, Error> {
+    op.output_type(input)?;
+    let stages = lower(op, input)?;
+    Ok(relayout_jit::aot_object(&stages.loops, symbol)?)
 }
 
 /// An op compiled for one input type: run it as often as you like, from any thread. Cloning is
@@ -499,7 +569,7 @@ pub fn print_after(
 /// What `relayout opt` does: parses IR text (either level), runs `passes` (the default
 /// pipeline when `None`) with verification after every pass, and prints the result, or the IR
 /// after every pass when `print_after_all` is set.
-pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, String> {
+pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, OptError> {
     let print = if print_after_all {
         PrintAfter::all()
     } else {
@@ -511,11 +581,11 @@ pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<St
 /// [`opt`] with any selection of dumps. When some are selected, the output is the dumps only
 /// (the last of them is the result when the last pass is selected); otherwise it is the
 /// resulting IR.
-pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, String> {
-    print.check()?;
-    let ir = relayout_ir::parse_any(text).map_err(|e| e.to_string())?;
+pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, OptError> {
+    print.check().map_err(Error::Options)?;
+    let ir = relayout_ir::parse_any(text)?;
     let pipeline = match passes {
-        Some(p) => relayout_passes::Pipeline::parse(p).map_err(|e| e.to_string())?,
+        Some(p) => relayout_passes::Pipeline::parse(p)?,
         None => relayout_passes::default_pipeline(),
     };
     let run = relayout_passes::PassManager::new(pipeline)
@@ -523,12 +593,9 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
         .run_collect(ir.clone());
     let out = print.render(&ir, &run);
     let dumping = !print.is_none();
-    let result = run.result.map_err(|e| {
-        if dumping {
-            format!("{out}{e}")
-        } else {
-            e.to_string()
-        }
+    let result = run.result.map_err(|e| OptError {
+        output: if dumping { out.clone() } else { String::new() },
+        error: e.into(),
     })?;
     if dumping {
         return Ok(out);
@@ -540,8 +607,21 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:
-/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`].
-pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, String> {
+/// `{"block_size": 2, "paddings": [[1, 2], [1, 2]]}`) to [`Attrs`]. Something that is not
+/// attributes (a value that is `null` or an object, or JSON that is not an object) is an
+/// [`OpError`] of category `bad_attribute`.
+///
+/// ```
+/// use relayout::{attrs_from_json, AttrValue};
+///
+/// let attrs = attrs_from_json(&serde_json::json!({"block_size": 2}))?;
+/// assert_eq!(attrs["block_size"], AttrValue::Int(2));
+/// let err = attrs_from_json(&serde_json::json!({"block_size": null})).unwrap_err();
+/// assert_eq!(err.category(), "bad_attribute");
+/// # Ok::<(), relayout::OpError>(())
+/// ```
+pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, OpError> {
+    let bad = |message: String| OpError::new(ErrorCategory::BadAttribute, message);
     fn convert(key: &str, v: &serde_json::Value) -> Result<AttrValue, String> {
         match v {
             serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
@@ -564,8 +644,8 @@ pub fn attrs_from_json(value: &serde_json::Value) -> Result<Attrs, String> {
     }
     let obj = value
         .as_object()
-        .ok_or_else(|| format!("attributes must be a JSON object, found {value}"))?;
+        .ok_or_else(|| bad(format!("attributes must be a JSON object, found {value}")))?;
     obj.iter()
-        .map(|(k, v)| Ok((k.clone(), convert(k, v)?)))
+        .map(|(k, v)| Ok((k.clone(), convert(k, v).map_err(bad)?)))
         .collect()
 }

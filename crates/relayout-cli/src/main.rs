@@ -1,6 +1,7 @@
 //! The `relayout` command-line tool: print an op's IR at every stage, run the built-in demo,
 //! run passes on IR text like mlir-opt, and run conformance cases.
 
+mod aot;
 mod bench;
 mod commands;
 mod run;
@@ -20,6 +21,7 @@ Examples:
   relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
   relayout conformance tests/conformance
   relayout explain 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --svg s2d.svg
+  relayout aot 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --symbol s2d -o s2d.o --header s2d.h
 
 Ops are written as `Name {attribute = value, ...} : tensor<DIMSxTYPE>`, with the TensorFlow or
 ONNX attribute names; `relayout help SUBCOMMAND` shows each subcommand's options.";
@@ -92,6 +94,18 @@ Examples:
   relayout bench --op 'SpaceToDepth {block_size = 2} : tensor<8x3x640x640xf32>' --op 'DepthToSpace {block_size = 2} : tensor<1x64x256x256xf32>'
 
 --json prints one line per case: {\"case\", \"median_ns\", \"compile_ns\", \"memcpy_ns\", \"threads\", \"reps\", \"ratio\"}.";
+
+const AOT_EXAMPLES: &str = "\
+Examples:
+  relayout aot 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --symbol s2d -o s2d.o --header s2d.h
+  cc prog.c s2d.o -o prog
+  relayout aot 'Col2Im {image_shape = [5, 5], block_shape = [2, 2]} : tensor<1x4x16xf16>' --symbol c2i -o c2i.o --header c2i.h
+
+The object defines NAME(src, dst) and NAME_range(src, dst, start, end) (the outer loop's
+iterations, for the caller's own threads); the header declares them, with the byte sizes, the
+outer range and the op as constants. A kernel that calls relayout's helpers (f16/bf16 adds,
+streaming stores for outputs of 8 MiB or more) needs librelayout_capi at link time too: the
+command and the header say so.";
 
 #[derive(Parser)]
 #[command(
@@ -187,6 +201,9 @@ enum Command {
     /// Benchmark the cases of a suite file: compile time, kernel time and memcpy time of the same bytes.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::BenchArgs),
+    /// Compile an op ahead of time into an object file and a C header, for programs that link their kernels.
+    #[command(after_help = AOT_EXAMPLES)]
+    Aot(aot::AotArgs),
 }
 
 /// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`.
@@ -261,6 +278,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Bench(args) => bench::bench(args),
         Command::Explain { op, svg } => commands::explain(&op, svg.as_deref()),
+        Command::Aot(args) => aot::aot(args),
     };
     match result {
         Ok(code) => code,

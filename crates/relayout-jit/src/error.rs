@@ -42,6 +42,10 @@ pub enum JitError {
          (it needs a C compiler), or ask for Cranelift's VCode listing instead"
     )]
     NoDisassembler,
+    /// An ahead-of-time compilation was asked for something an object file cannot hold (a
+    /// symbol that is not a C identifier).
+    #[error("{0}")]
+    Aot(String),
 }
 
 /// Which buffer of a kernel.

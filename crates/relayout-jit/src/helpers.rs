@@ -6,15 +6,17 @@ use relayout_codegen::Helper;
 
 mod stream;
 
+pub use stream::{relayout_store_fence, relayout_stream_copy, relayout_stream_zero};
+
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
 /// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.
-pub(crate) extern "C" fn relayout_f16_add(acc: u32, x: u32) -> u32 {
+pub extern "C" fn relayout_f16_add(acc: u32, x: u32) -> u32 {
     let sum = f16::from_bits(acc as u16).to_f32() + f16::from_bits(x as u16).to_f32();
     u32::from(f16::from_f32(sum).to_bits())
 }
 
 /// `acc + x` in bf16, rounded once, as `DType::BF16.add_assign` does.
-pub(crate) extern "C" fn relayout_bf16_add(acc: u32, x: u32) -> u32 {
+pub extern "C" fn relayout_bf16_add(acc: u32, x: u32) -> u32 {
     let sum = bf16::from_bits(acc as u16).to_f32() + bf16::from_bits(x as u16).to_f32();
     u32::from(bf16::from_f32(sum).to_bits())
 }

@@ -17,7 +17,17 @@ use std::sync::OnceLock;
 /// The ISA of this machine with relayout's flags, shared by every kernel.
 pub(crate) fn host() -> Result<OwnedTargetIsa, JitError> {
     static HOST: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
-    HOST.get_or_init(|| build(false))
+    HOST.get_or_init(|| build(false, false))
+        .clone()
+        .map_err(JitError::Host)
+}
+
+/// The host ISA with the same flags but position-independent code, for object files that
+/// link into position-independent executables (`aot_object`): calls to `memcpy` and the
+/// helpers go through the GOT instead of absolute addresses; everything else is the same.
+pub(crate) fn host_pic() -> Result<OwnedTargetIsa, JitError> {
+    static PIC: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    PIC.get_or_init(|| build(false, true))
         .clone()
         .map_err(JitError::Host)
 }
@@ -28,12 +38,12 @@ pub(crate) fn host() -> Result<OwnedTargetIsa, JitError> {
 pub(crate) fn host_for_listing() -> Result<OwnedTargetIsa, JitError> {
     static LISTING: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
     LISTING
-        .get_or_init(|| build(true))
+        .get_or_init(|| build(true, false))
         .clone()
         .map_err(JitError::Host)
 }
 
-fn build(block_offsets: bool) -> Result<OwnedTargetIsa, String> {
+fn build(block_offsets: bool, pic: bool) -> Result<OwnedTargetIsa, String> {
     let mut flags = settings::builder();
     let verifier = if cfg!(debug_assertions) {
         "true"
@@ -42,9 +52,10 @@ fn build(block_offsets: bool) -> Result<OwnedTargetIsa, String> {
     };
     for (name, value) in [
         ("opt_level", "none"),
-        // Code is placed at fixed addresses and calls libc and the helpers through absolute
-        // addresses, which may be anywhere in the address space.
-        ("is_pic", "false"),
+        // JIT code is placed at fixed addresses and calls libc and the helpers through
+        // absolute addresses, which may be anywhere in the address space; object files are
+        // position-independent (`host_pic`).
+        ("is_pic", if pic { "true" } else { "false" }),
         ("use_colocated_libcalls", "false"),
         ("enable_verifier", verifier),
         (

@@ -8,7 +8,9 @@
 //! the `CompiledKernel` is dropped. [`CompiledKernel::run`] checks both buffer lengths against
 //! the kernel's tensor types before any machine code runs; [`CompiledKernel::run_typed`] does
 //! the same on slices of an [`Element`] type; [`CompiledKernel::run_threaded`] splits each
-//! statement's outermost loop over a process-wide thread pool.
+//! statement's outermost loop over a process-wide thread pool. [`aot_object`] compiles the
+//! same statements ahead of time into an object file instead, for programs that link their
+//! kernels.
 //!
 //! ```
 //! use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType};
@@ -49,6 +51,7 @@
 
 #![warn(missing_docs)]
 
+mod aot;
 mod element;
 mod error;
 mod helpers;
@@ -61,6 +64,17 @@ mod threads;
 #[cfg(test)]
 mod random_tests;
 
+pub use aot::{aot_object, AotObject};
+
+/// The functions generated code calls ([`relayout_codegen::Helper`]), as Rust functions: the
+/// JIT registers them in its modules, and librelayout_capi exports them under their symbols
+/// for ahead-of-time objects that call them. None of them panics.
+pub mod runtime {
+    pub use crate::helpers::{
+        relayout_bf16_add, relayout_f16_add, relayout_store_fence, relayout_stream_copy,
+        relayout_stream_zero,
+    };
+}
 pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};

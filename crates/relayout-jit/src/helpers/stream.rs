@@ -17,7 +17,7 @@
 /// the source and destination must not overlap. Generated code passes the runs of an
 /// innermost loop of a verified kernel inside buffers whose lengths the JIT checked, which
 /// the caller guarantees do not overlap.
-pub(crate) unsafe extern "C" fn relayout_stream_copy(
+pub unsafe extern "C" fn relayout_stream_copy(
     dst: *mut u8,
     src: *const u8,
     len: u64,
@@ -56,12 +56,7 @@ pub(crate) unsafe extern "C" fn relayout_stream_copy(
 ///
 /// # Safety
 /// Every run must be valid for writes.
-pub(crate) unsafe extern "C" fn relayout_stream_zero(
-    dst: *mut u8,
-    len: u64,
-    count: u64,
-    dst_stride: i64,
-) {
+pub unsafe extern "C" fn relayout_stream_zero(dst: *mut u8, len: u64, count: u64, dst_stride: i64) {
     let len = len as usize;
     for k in 0..count as isize {
         let at = dst.wrapping_offset(k * dst_stride as isize);
@@ -79,7 +74,7 @@ pub(crate) unsafe extern "C" fn relayout_stream_zero(
 }
 
 /// Orders the streaming stores made so far before any later store.
-pub(crate) extern "C" fn relayout_store_fence() {
+pub extern "C" fn relayout_store_fence() {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `sfence` has no preconditions (SSE is part of x86-64).
     unsafe {
