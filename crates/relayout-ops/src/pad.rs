@@ -77,21 +77,21 @@ impl PadValue {
         PadValue::Float(x.to_bits())
     }
 
-    /// The value's bits in `dtype`, or `None` when `dtype` has no such value exactly.
+    /// The value's bits in `dtype`, or `None` when `dtype` has no such value: a float is
+    /// rounded to the nearest value of a float dtype; an integer must be exact (a float only
+    /// when integral), a bool must be 0 or 1.
     pub fn to_scalar(self, dtype: DType) -> Option<Scalar> {
-        let float = |x: f64, dtype: DType| Scalar::from_f64(dtype, x);
+        // A float constant is cast to a float dtype as ONNX casts its constant_value tensor
+        // to the data's type: rounded to nearest (FORMAT.md's cases are exact anyway).
+        let float = |x: f64, dtype: DType| Scalar::from_f64(dtype, round_to(dtype, x));
         match (self, dtype) {
             (PadValue::Bool(b), DType::Bool) => Some(Scalar(u128::from(b))),
             (PadValue::Int(v @ (0 | 1)), DType::Bool) => Some(Scalar(v as u128)),
             (PadValue::Int(v), DType::F16 | DType::BF16 | DType::F32 | DType::F64) => {
-                let x = v as f64;
-                (x as i128 == v).then(|| float(x, dtype)).flatten()
+                float(v as f64, dtype)
             }
             (PadValue::Int(v), DType::C64 | DType::C128) => {
-                let x = v as f64;
-                (x as i128 == v)
-                    .then(|| PadValue::Complex(x.to_bits(), 0).to_scalar(dtype))
-                    .flatten()
+                PadValue::Complex((v as f64).to_bits(), 0).to_scalar(dtype)
             }
             (PadValue::Int(v), _) => Scalar::parse(dtype, &v.to_string()),
             (PadValue::Float(bits), DType::F16 | DType::BF16 | DType::F32 | DType::F64) => {
@@ -111,6 +111,7 @@ impl PadValue {
             (PadValue::Complex(re, im), DType::C64) => {
                 let re = float(f64::from_bits(re), DType::F32)?;
                 let im = float(f64::from_bits(im), DType::F32)?;
+                // (each part rounded to f32 by `float`)
                 Some(Scalar(re.0 | (im.0 << 32)))
             }
             (PadValue::Complex(re, im), DType::C128) => {
@@ -118,6 +119,16 @@ impl PadValue {
             }
             _ => None,
         }
+    }
+}
+
+/// `x` rounded to the nearest value of the float dtype `dtype` (as f64); other dtypes unchanged.
+fn round_to(dtype: DType, x: f64) -> f64 {
+    match dtype {
+        DType::F32 | DType::C64 => f64::from(x as f32),
+        DType::F16 => half::f16::from_f64(x).to_f64(),
+        DType::BF16 => half::bf16::from_f64(x).to_f64(),
+        _ => x,
     }
 }
 
@@ -426,5 +437,49 @@ fn region_stmts(axes: &[Vec<Region>]) -> Vec<Stmt> {
             }
             pick[a] = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_cast_to_the_dtype() {
+        let bits = |v: PadValue, d: DType| v.to_scalar(d).map(|s| s.to_le_bytes(d));
+        // Floats round to nearest in float dtypes, as a cast of ONNX's constant tensor would.
+        assert_eq!(
+            bits(PadValue::float(0.1), DType::F16),
+            Some(half::f16::from_f64(0.1).to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            bits(PadValue::float(0.1), DType::F32),
+            Some((0.1f32).to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            bits(PadValue::float(-0.0), DType::BF16),
+            Some(half::bf16::from_f64(-0.0).to_le_bytes().to_vec())
+        );
+        assert_eq!(
+            bits(PadValue::Int(16_777_217), DType::F32),
+            Some((16_777_216f32).to_le_bytes().to_vec())
+        );
+        // Integers must be exact; integral floats are integers.
+        assert_eq!(bits(PadValue::float(3.0), DType::I8), Some(vec![3]));
+        assert_eq!(bits(PadValue::float(2.5), DType::I32), None);
+        assert_eq!(bits(PadValue::Int(300), DType::U8), None);
+        assert_eq!(
+            bits(PadValue::Int(i128::from(u64::MAX)), DType::U64),
+            Some(u64::MAX.to_le_bytes().to_vec())
+        );
+        assert_eq!(bits(PadValue::Bool(true), DType::Bool), Some(vec![1]));
+        assert_eq!(bits(PadValue::Int(2), DType::Bool), None);
+        assert_eq!(
+            bits(
+                PadValue::Complex(1.5f64.to_bits(), (-2.0f64).to_bits()),
+                DType::C64
+            ),
+            Some([1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat())
+        );
     }
 }
