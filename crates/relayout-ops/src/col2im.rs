@@ -4,8 +4,9 @@
 //! image `[N, C, *image_shape]`, dropping those that land in the padding. Channels are major
 //! and kernel positions minor in dim 1; blocks are enumerated in row-major order in dim 2.
 
-use crate::lowering::{d, domain, fill_all, konst, konsts, linearize, minus, within};
-use crate::validate::{add, check_tensor, fail, list, nonneg, product};
+use crate::blocks::BlockGeometry;
+use crate::lowering::{d, domain, fill_all, konst, konsts, linearize, within};
+use crate::validate::{check_tensor, fail, list, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
 
@@ -26,6 +27,19 @@ pub(crate) struct Col2ImPlan {
 }
 
 /// The attributes as given to the op.
+impl Col2ImPlan {
+    fn geometry(&self) -> BlockGeometry<'_> {
+        BlockGeometry {
+            image: &self.image,
+            block: &self.block,
+            dilations: &self.dilations,
+            strides: &self.strides,
+            pad_begin: &self.pad_begin,
+            pad_end: &self.pad_end,
+        }
+    }
+}
+
 pub(crate) struct Col2ImAttrs<'a> {
     pub image_shape: &'a [i64],
     pub block_shape: &'a [i64],
@@ -111,29 +125,15 @@ pub(crate) fn plan_col2im(a: &Col2ImAttrs, ty: &TensorType) -> Result<Col2ImPlan
     let strides = to_u64(a.strides);
     let pad_begin = to_u64(&a.pads[..m]);
     let pad_end = to_u64(&a.pads[m..]);
-    let mut blocks = Vec::with_capacity(m);
-    for i in 0..m {
-        let what = format!("padded image dim {i}");
-        let padded = add(
-            OP,
-            add(OP, image[i], pad_begin[i], &what)?,
-            pad_end[i],
-            &what,
-        )?;
-        // A dilated kernel too large for u64 is certainly larger than the padded image.
-        let kernel = dilations[i]
-            .checked_mul(block[i] - 1)
-            .and_then(|v| v.checked_add(1));
-        let Some(kernel) = kernel.filter(|&k| k <= padded) else {
-            let size = kernel.map_or("more than 2^64".to_string(), |k| k.to_string());
-            return bad_attrs(format!(
-                "dilated kernel dilations[{i}] * (block_shape[{i}] - 1) + 1 = {} * ({} - 1) + 1 \
-                 = {size} is larger than the padded image dim {i} = {} + {} + {} = {padded}",
-                dilations[i], block[i], pad_begin[i], image[i], pad_end[i]
-            ));
-        };
-        blocks.push((padded - kernel) / strides[i] + 1);
+    let blocks = BlockGeometry {
+        image: &image,
+        block: &block,
+        dilations: &dilations,
+        strides: &strides,
+        pad_begin: &pad_begin,
+        pad_end: &pad_end,
     }
+    .positions(OP, ErrorCategory::BadCol2ImAttrs)?;
     let [n, cols, l] = [ty.shape[0], ty.shape[1], ty.shape[2]];
     let kernel_size = product(OP, &block, "prod(block_shape)")?;
     if cols % kernel_size != 0 {
@@ -212,10 +212,7 @@ pub(crate) fn lower_col2im(plan: &Col2ImPlan, ty: &TensorType) -> Result<Kernel,
     let mut dst = vec![d(0), d(1)];
     let mut guard = Vec::new();
     for i in 0..m {
-        let e = minus(
-            d(ldim(i)) * konst(OP, plan.strides[i])?,
-            konst(OP, plan.pad_begin[i])?,
-        ) + d(kdim(i)) * konst(OP, plan.dilations[i])?;
+        let e = plan.geometry().position(OP, i, d(ldim(i)), d(kdim(i)))?;
         if plan.pad_begin[i] != 0 || plan.pad_end[i] != 0 {
             guard.push(within(e.clone(), 0, konst(OP, plan.image[i])?));
         }

@@ -4,8 +4,9 @@
 //! where that position is in the padding. `K = prod(block_shape)`, `L` the number of block
 //! positions; `q` and `l` are row-major multi-indices.
 
-use crate::lowering::{d, domain, konst, konsts, linearize, minus, within};
-use crate::validate::{add, check_tensor, fail, list, mul, nonneg, product};
+use crate::blocks::BlockGeometry;
+use crate::lowering::{d, domain, konst, konsts, linearize, within};
+use crate::validate::{check_tensor, fail, list, mul, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
 
@@ -25,6 +26,19 @@ pub(crate) struct Im2ColPlan {
     /// Number of block positions along each spatial dim.
     pub blocks: Vec<u64>,
     pub output_type: TensorType,
+}
+
+impl Im2ColPlan {
+    fn geometry(&self) -> BlockGeometry<'_> {
+        BlockGeometry {
+            image: &self.image,
+            block: &self.block,
+            dilations: &self.dilations,
+            strides: &self.strides,
+            pad_begin: &self.pad_begin,
+            pad_end: &self.pad_end,
+        }
+    }
 }
 
 /// The attributes as given (`None`: the default for the input's spatial rank).
@@ -98,28 +112,15 @@ pub(crate) fn plan_im2col(a: &Im2ColAttrs, ty: &TensorType) -> Result<Im2ColPlan
     let (block, dilations, strides) = (u(a.block_shape), u(dilations), u(strides));
     let (pad_begin, pad_end) = (u(&pads[..m]), u(&pads[m..]));
     let image = ty.shape[2..].to_vec();
-    let mut blocks = Vec::with_capacity(m);
-    for i in 0..m {
-        let what = format!("padded image dim {i}");
-        let padded = add(
-            OP,
-            add(OP, image[i], pad_begin[i], &what)?,
-            pad_end[i],
-            &what,
-        )?;
-        let kernel = dilations[i]
-            .checked_mul(block[i] - 1)
-            .and_then(|v| v.checked_add(1));
-        let Some(kernel) = kernel.filter(|&k| k <= padded) else {
-            let size = kernel.map_or("more than 2^64".to_string(), |k| k.to_string());
-            return bad(format!(
-                "dilated kernel dilations[{i}] * (block_shape[{i}] - 1) + 1 = {} * ({} - 1) + 1 \
-                 = {size} is larger than the padded image dim {i} = {} + {} + {} = {padded}",
-                dilations[i], block[i], pad_begin[i], image[i], pad_end[i]
-            ));
-        };
-        blocks.push((padded - kernel) / strides[i] + 1);
+    let blocks = BlockGeometry {
+        image: &image,
+        block: &block,
+        dilations: &dilations,
+        strides: &strides,
+        pad_begin: &pad_begin,
+        pad_end: &pad_end,
     }
+    .positions(OP, ErrorCategory::BadIm2ColAttrs)?;
     let k = product(OP, &block, "prod(block_shape)")?;
     let l = product(OP, &blocks, "the number of block positions")?;
     let (n, channels) = (ty.shape[0], ty.shape[1]);
@@ -165,10 +166,7 @@ pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel,
     space.extend_from_slice(&plan.blocks);
     let mut stmts = Vec::new();
     for i in 0..m {
-        let e = minus(
-            d(ldim(i)) * konst(OP, plan.strides[i])?,
-            konst(OP, plan.pad_begin[i])?,
-        ) + d(qdim(i)) * konst(OP, plan.dilations[i])?;
+        let e = plan.geometry().position(OP, i, d(ldim(i)), d(qdim(i)))?;
         let (begin, end) = (konst(OP, plan.pad_begin[i])?, konst(OP, plan.pad_end[i])?);
         let image = konst(OP, plan.image[i])?;
         if begin != 0 || end != 0 {

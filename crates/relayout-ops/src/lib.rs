@@ -22,6 +22,7 @@
 
 mod attrs;
 mod batch;
+mod blocks;
 mod col2im;
 mod depth;
 mod error;

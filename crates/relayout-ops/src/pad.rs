@@ -12,7 +12,7 @@
 //!   combination of regions over the axes.
 
 use crate::lowering::{d, identity};
-use crate::validate::{check_tensor, fail, list};
+use crate::validate::{check_tensor, fail, list, normalize_axes};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, AffineExpr, DType, DimRange, Kernel, Scalar, Stmt, TensorType};
 
@@ -199,23 +199,7 @@ pub(crate) fn plan_pad(a: &PadAttrs, ty: &TensorType) -> Result<PadPlan, OpError
             end: 0,
         })
         .collect();
-    let mut seen = vec![false; rank];
-    let mut normal = Vec::with_capacity(axes.len());
-    for (i, &axis) in axes.iter().enumerate() {
-        let r = rank as i64;
-        if !(-r..r).contains(&axis) {
-            return bad(format!(
-                "axis {axis} (axes[{i}] of {}) is outside [-{rank}, {}] for the input {ty}",
-                list(axes),
-                r - 1
-            ));
-        }
-        let ax = if axis < 0 { axis + r } else { axis } as usize;
-        if std::mem::replace(&mut seen[ax], true) {
-            return bad(format!("axes {} name dim {ax} twice", list(axes)));
-        }
-        normal.push(ax);
-    }
+    let normal = normalize_axes(OP, ErrorCategory::BadPads, axes, ty)?;
     if a.pads.len() != 2 * axes.len() {
         return bad(format!(
             "pads {} must have 2 * {} entries (all begins, then all ends, one pair per axis of {})",

@@ -5,7 +5,7 @@
 //! the end.
 
 use crate::lowering::{d, gather};
-use crate::validate::{check_tensor, fail, list};
+use crate::validate::{check_tensor, fail, list, normalize_axes};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{AffineExpr, Kernel, TensorType};
 
@@ -73,7 +73,6 @@ fn axis_slice(dim: u64, start: i64, end: i64, step: i64) -> AxisSlice {
 /// Validates, in order: equal list lengths, nonzero steps, axes in range and distinct.
 pub(crate) fn plan_slice(a: &SliceAttrs, ty: &TensorType) -> Result<SlicePlan, OpError> {
     check_tensor(OP, "input", ty)?;
-    let rank = ty.rank();
     let n = a.starts.len();
     let default_axes: Vec<i64> = (0..n as i64).collect();
     let axes = a.axes.unwrap_or(&default_axes);
@@ -101,23 +100,8 @@ pub(crate) fn plan_slice(a: &SliceAttrs, ty: &TensorType) -> Result<SlicePlan, O
             count: dim,
         })
         .collect();
-    let mut seen = vec![false; rank];
-    for (i, &axis) in axes.iter().enumerate() {
-        let r = rank as i64;
-        let Some(ax) = (if (-r..r).contains(&axis) {
-            Some(if axis < 0 { axis + r } else { axis } as usize)
-        } else {
-            None
-        }) else {
-            return bad(format!(
-                "axis {axis} (axes[{i}] of {}) is outside [-{rank}, {}] for the input {ty}",
-                list(axes),
-                r - 1
-            ));
-        };
-        if std::mem::replace(&mut seen[ax], true) {
-            return bad(format!("axes {} name dim {ax} twice", list(axes)));
-        }
+    let dims = normalize_axes(OP, ErrorCategory::BadSlice, axes, ty)?;
+    for (i, &ax) in dims.iter().enumerate() {
         plan[ax] = axis_slice(ty.shape[ax], a.starts[i], a.ends[i], steps[i]);
     }
     let shape = plan.iter().map(|s| s.count).collect::<Vec<_>>();

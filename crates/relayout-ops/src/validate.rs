@@ -99,3 +99,39 @@ pub(crate) fn list<T: std::fmt::Display>(values: &[T]) -> String {
     let items: Vec<String> = values.iter().map(|v| v.to_string()).collect();
     format!("[{}]", items.join(", "))
 }
+
+/// `axes` as dims of `ty` (a negative axis counts from the end), or an error in `category`
+/// (naming `op`) for an axis outside `[-rank, rank - 1]` or a dim named twice.
+pub(crate) fn normalize_axes(
+    op: &str,
+    category: ErrorCategory,
+    axes: &[i64],
+    ty: &TensorType,
+) -> Result<Vec<usize>, OpError> {
+    let rank = ty.rank();
+    let r = rank as i64;
+    let mut seen = vec![false; rank];
+    let mut dims = Vec::with_capacity(axes.len());
+    for (i, &axis) in axes.iter().enumerate() {
+        if !(-r..r).contains(&axis) {
+            return fail(
+                category,
+                format!(
+                    "{op}: axis {axis} (axes[{i}] of {}) is outside [-{rank}, {}] for the input \
+                     {ty}",
+                    list(axes),
+                    r - 1
+                ),
+            );
+        }
+        let dim = if axis < 0 { axis + r } else { axis } as usize;
+        if std::mem::replace(&mut seen[dim], true) {
+            return fail(
+                category,
+                format!("{op}: axes {} name dim {dim} twice", list(axes)),
+            );
+        }
+        dims.push(dim);
+    }
+    Ok(dims)
+}

@@ -1,0 +1,73 @@
+//! The sliding-block geometry that Col2Im and Im2Col share (one is the other's inverse layout):
+//! on each spatial dim, blocks of `block` elements `dilation` apart, placed every `stride`
+//! elements over the image padded by `pad_begin` and `pad_end`.
+
+use crate::lowering::{konst, minus};
+use crate::validate::{add, fail};
+use crate::{ErrorCategory, OpError};
+use relayout_ir::AffineExpr;
+
+/// The validated attributes of one op, per spatial dim (all non-negative; blocks, dilations
+/// and strides at least 1).
+pub(crate) struct BlockGeometry<'a> {
+    pub image: &'a [u64],
+    pub block: &'a [u64],
+    pub dilations: &'a [u64],
+    pub strides: &'a [u64],
+    pub pad_begin: &'a [u64],
+    pub pad_end: &'a [u64],
+}
+
+impl BlockGeometry<'_> {
+    /// The number of block positions on each spatial dim, or an error in `category` (naming
+    /// `op`) when the dilated kernel is larger than the padded image.
+    pub fn positions(&self, op: &str, category: ErrorCategory) -> Result<Vec<u64>, OpError> {
+        let mut blocks = Vec::with_capacity(self.image.len());
+        for i in 0..self.image.len() {
+            let what = format!("padded image dim {i}");
+            let padded = add(
+                op,
+                add(op, self.image[i], self.pad_begin[i], &what)?,
+                self.pad_end[i],
+                &what,
+            )?;
+            // A dilated kernel too large for u64 is certainly larger than the padded image.
+            let kernel = self.dilations[i]
+                .checked_mul(self.block[i] - 1)
+                .and_then(|v| v.checked_add(1));
+            let Some(kernel) = kernel.filter(|&k| k <= padded) else {
+                let size = kernel.map_or("more than 2^64".to_string(), |k| k.to_string());
+                return fail(
+                    category,
+                    format!(
+                        "{op}: dilated kernel dilations[{i}] * (block_shape[{i}] - 1) + 1 = {} * \
+                         ({} - 1) + 1 = {size} is larger than the padded image dim {i} = {} + {} \
+                         + {} = {padded}",
+                        self.dilations[i],
+                        self.block[i],
+                        self.pad_begin[i],
+                        self.image[i],
+                        self.pad_end[i]
+                    ),
+                );
+            };
+            blocks.push((padded - kernel) / self.strides[i] + 1);
+        }
+        Ok(blocks)
+    }
+
+    /// The image position on spatial dim `i` of kernel offset `k` in the block at position
+    /// `l`: `l * stride_i - pad_begin_i + k * dilation_i`.
+    pub fn position(
+        &self,
+        op: &str,
+        i: usize,
+        l: AffineExpr,
+        k: AffineExpr,
+    ) -> Result<AffineExpr, OpError> {
+        Ok(minus(
+            l * konst(op, self.strides[i])?,
+            konst(op, self.pad_begin[i])?,
+        ) + k * konst(op, self.dilations[i])?)
+    }
+}
