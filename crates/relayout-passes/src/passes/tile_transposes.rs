@@ -61,55 +61,49 @@ fn tile_stmt(s: &LoopStmt) -> LoopStmt {
         return s.clone();
     };
     let l = s.loops[j];
-    let f_i64 = f as i64;
-    let (Some(src_stride), Some(dst_stride)) = (
-        l.src_stride.checked_mul(f_i64),
-        l.dst_stride.checked_mul(f_i64),
-    ) else {
-        return s.clone();
-    };
-    let inner = Loop { extent: f, ..l };
     let x = s.loops[last];
-    let mut out = s.clone();
+    let inner = Loop { extent: f, ..l };
     // A large plane right inside (the source loop next to the lane loop): cache blocks of
     // CACHE_BLOCK x CACHE_BLOCK elements, so that a block's source and destination lines (and
     // pages) stay in L1 while it is transposed.
     let b = CACHE_BLOCK;
-    if j + 1 == last
+    let blocked = j + 1 == last
         && l.extent > b
         && l.extent.is_multiple_of(b)
         && x.extent > b
         && x.extent.is_multiple_of(b)
-        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE
-    {
-        let scaled = |l: Loop, extent: u64, by: u64| -> Option<Loop> {
-            Some(Loop {
-                extent,
-                src_stride: l.src_stride.checked_mul(by as i64)?,
-                dst_stride: l.dst_stride.checked_mul(by as i64)?,
-            })
-        };
-        let blocked = (|| {
-            Some([
-                scaled(l, l.extent / b, b)?,
-                scaled(x, x.extent / b, b)?,
-                scaled(l, b / f, f)?,
-                inner,
-                Loop { extent: b, ..x },
-            ])
-        })();
-        if let Some(loops) = blocked {
-            out.loops.splice(j.., loops);
-            return out;
-        }
-    }
-    let outer = Loop {
-        extent: l.extent / f,
-        src_stride,
-        dst_stride,
+        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE;
+    let cache_blocks = || {
+        Some(vec![
+            scaled(l, l.extent / b, b)?,
+            scaled(x, x.extent / b, b)?,
+            scaled(l, b / f, f)?,
+            inner,
+            Loop { extent: b, ..x },
+        ])
     };
-    out.loops.splice(j..=j, [outer, inner]);
+    let strip = || Some(vec![scaled(l, l.extent / f, f)?, inner]);
+    // The loops from j on that are replaced, and their replacement; strides that overflow i64
+    // when scaled leave the statement as it was.
+    let (end, loops) = match blocked.then(cache_blocks).flatten() {
+        Some(loops) => (last, loops),
+        None => match strip() {
+            Some(loops) => (j, loops),
+            None => return s.clone(),
+        },
+    };
+    let mut out = s.clone();
+    out.loops.splice(j..=end, loops);
     out
+}
+
+/// `l` with `extent` iterations, each stepping `by` of its old iterations.
+fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
+    Some(Loop {
+        extent,
+        src_stride: l.src_stride.checked_mul(i64::try_from(by).ok()?)?,
+        dst_stride: l.dst_stride.checked_mul(i64::try_from(by).ok()?)?,
+    })
 }
 
 /// Side of the square cache blocks, in elements (a multiple of every factor 2..=4).
