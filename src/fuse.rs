@@ -1,24 +1,25 @@
-//! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
+//! Chains: a list of ops applied one after another, compiled into one kernel, and compiling
+//! any index-map kernel.
 //!
-//! Most ops lower to a *gather* over their output: an optional zero fill of the whole output,
-//! then one copy `dst[d] = src[f(d)]`, guarded by `lo <= c(d) < hi` where the source index
-//! falls into padding. A zero-constant Pad's copy of a box of the output, with zero fills
-//! around it, is read as the same form (the box becomes guards on the output dims). Gathers compose: if B reads A's output at `g(e)`, then B
-//! after A reads the input at `f(g(e))`, wherever B's guard holds and A's guard holds at
-//! `g(e)`. Everywhere else the chain produces a zero (B's padding, or A's padding read by B),
-//! so a fill of the whole output first covers it. The composed kernel is one statement pair
-//! whatever the chain's length, and the normal pipeline simplifies it: DepthToSpace then
-//! SpaceToDepth with the same block becomes a single `copy` of the whole tensor.
+//! Each op is lowered for the type the previous one produces, and the kernels are composed by
+//! [`relayout_passes::Chain`]: where an op copies `mid[g(e)]`, the composed kernel does what
+//! the previous op did at `g(e)` (copy `src[f(g(e))]`, or fill its value), one guarded
+//! statement per statement of the previous op. So gathers (Transpose, Reshape, Slice, Tile,
+//! DepthToSpace, SpaceToDepth, SpaceToBatch, BatchToSpace) and the piecewise Pads (constant
+//! with any value, edge, reflect, wrap) all compose, and the normal pipeline simplifies the
+//! result: DepthToSpace then SpaceToDepth with the same block becomes a single `copy` of
+//! the whole tensor, and a Slice of the middle of a reflect Pad one plain copy.
 //!
 //! Col2Im is a scatter-add (overlapping blocks are summed), which has no gather form, so it
-//! cannot be fused. Nor can the piecewise ops (Pad in edge, reflect or wrap mode: one copy
-//! per region), a Pad with a non-zero constant, or Im2Col (a scatter copy): the chain is
-//! refused with the statement that breaks the form.
+//! cannot be in a chain. Im2Col writes its output through a map that is not the identity (a
+//! scatter of blocks): it can end a chain but not feed the next op. The chain is refused with
+//! the op and the statement that breaks the form.
 
 use crate::analysis::{self, Movement};
 use crate::{Element, Error, Op, OpError, Stages};
-use relayout_ir::{Action, AffineExpr, Constraint, Kernel, Stmt, TensorType, VerifyError};
+use relayout_ir::{Kernel, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
+use relayout_passes::{Chain, ComposeError};
 use std::sync::Arc;
 
 /// Why a chain could not be fused.
@@ -39,7 +40,8 @@ pub enum FuseError {
         /// Why the op is invalid for it.
         source: OpError,
     },
-    /// The op at `index` does not lower to a gather (Col2Im), so its map cannot be composed.
+    /// The op at `index` cannot be composed with its neighbour: it accumulates (Col2Im), or
+    /// it scatters (Im2Col) and another op reads its output.
     #[error("op {index} of the chain ({op}) cannot be fused: {reason}")]
     NotFusable {
         /// The op's position in the chain, from 0.
@@ -93,50 +95,56 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
         return Err(FuseError::EmptyChain);
     }
     let mut ty = input.clone();
-    let mut chain: Option<Gather> = None;
+    let mut chain: Option<Chain> = None;
     for (index, op) in ops.iter().enumerate() {
-        if matches!(op, Op::Col2Im { .. }) {
-            return Err(FuseError::NotFusable {
-                index,
-                op: op.name(),
-                reason: "Col2Im is a scatter-add (overlapping blocks are summed), which has no \
-                         gather map to compose"
-                    .into(),
-            });
-        }
         let kernel = op.lower(&ty).map_err(|source| FuseError::Op {
             index,
             op: op.name(),
             input: ty.clone(),
             source,
         })?;
-        let step = Gather::of(&kernel).map_err(|reason| FuseError::NotFusable {
-            index,
-            op: op.name(),
-            reason,
-        })?;
+        let next_ty = kernel.dst.clone();
         chain = Some(match chain {
-            None => step,
-            Some(before) => before.then(step).simplified(input, &kernel.dst),
+            None => Chain::new(kernel).map_err(|e| not_fusable(ops, index, e))?,
+            Some(before) => before.then(&kernel).map_err(|e| {
+                // The chain so far cannot feed the next op when its last op scatters or
+                // leaves elements unwritten: that op is the one to name.
+                let blamed = match e {
+                    ComposeError::NotOutputForm { .. } | ComposeError::NotCovering { .. } => {
+                        index - 1
+                    }
+                    _ => index,
+                };
+                not_fusable(ops, blamed, e)
+            })?,
         });
-        ty = kernel.dst;
+        ty = next_ty;
     }
     let name = ops
         .iter()
         .map(|op| op.kernel_name())
         .collect::<Vec<_>>()
         .join("_then_");
-    let kernel = chain
-        .unwrap_or_else(|| Gather::zeros(false))
-        .into_kernel(name, input, &ty);
-    relayout_ir::verify_kernel(&kernel).map_err(FuseError::Verify)?;
-    Ok(kernel)
+    let kernel = chain.map(Chain::into_kernel).ok_or(FuseError::EmptyChain)?;
+    Ok(Kernel { name, ..kernel })
+}
+
+fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
+    match e {
+        ComposeError::Verify(v) => FuseError::Verify(v),
+        other => FuseError::NotFusable {
+            index,
+            op: ops[index].name(),
+            reason: other.to_string(),
+        },
+    }
 }
 
 /// Fuses `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
-/// Ops in gather form can be fused; see the [module documentation](self).
+/// Every op but Col2Im can be in a chain, Im2Col only as the last op; see the
+/// [module documentation](self).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
@@ -278,270 +286,4 @@ impl std::fmt::Debug for FusedOp {
             .field("kernel", &self.inner.stages.lowered)
             .finish()
     }
-}
-
-/// A kernel in gather form over its output box: whether it zero-fills the whole output
-/// first, and the one copy that follows (`None` when the output is all zeros or empty).
-#[derive(Clone)]
-struct Gather {
-    fill: bool,
-    copy: Option<GuardedMap>,
-}
-
-/// `dst[d] = src[src(d)]` at every point `d` of the output where every constraint holds.
-#[derive(Clone)]
-struct GuardedMap {
-    guard: Vec<Constraint>,
-    src: Vec<AffineExpr>,
-}
-
-impl Gather {
-    fn zeros(fill: bool) -> Gather {
-        Gather { fill, copy: None }
-    }
-
-    /// Reads a lowered op in gather form, or says which part of the form it breaks.
-    fn of(kernel: &Kernel) -> Result<Gather, String> {
-        let mut out = Gather::zeros(false);
-        for (i, stmt) in kernel.stmts.iter().enumerate() {
-            // A zero Pad: zero fills of the slabs around a copy of a sub-box. The sub-box is
-            // the whole output with guards `lo <= d_i < hi`, and the slabs are what a zero
-            // fill of the whole output leaves unwritten by that copy (a lowered op writes its
-            // whole output).
-            let boxed = in_output_box(stmt, &kernel.dst);
-            if !over_output(stmt, &kernel.dst) && boxed.is_none() {
-                return Err(format!(
-                    "statement {i} does not range over (a box of) the output with an identity \
-                     destination map: {stmt}"
-                ));
-            }
-            let box_guard = boxed.unwrap_or_default();
-            match &stmt.action {
-                Action::Fill { value }
-                    if value.is_zero() && stmt.guard.is_empty() && out.copy.is_none() =>
-                {
-                    out.fill = true
-                }
-                Action::Copy { src } if out.copy.is_none() && !box_guard.is_empty() => {
-                    if !stmt.guard.is_empty() || !out.fill {
-                        return Err(format!(
-                            "statement {i} copies a box of the output without a zero fill \
-                             before it: {stmt}"
-                        ));
-                    }
-                    out.copy = Some(GuardedMap {
-                        guard: box_guard,
-                        src: src.clone(),
-                    });
-                }
-                Action::Copy { src } if out.copy.is_none() => {
-                    if !stmt.guard.is_empty() && !out.fill {
-                        return Err(format!(
-                            "statement {i} is a guarded copy with no fill before it, so some \
-                             output bytes are never written: {stmt}"
-                        ));
-                    }
-                    out.copy = Some(GuardedMap {
-                        guard: stmt.guard.clone(),
-                        src: src.clone(),
-                    });
-                }
-                _ => {
-                    return Err(format!(
-                        "only an unguarded zero fill followed by one copy can be composed, and \
-                         statement {i} is {}: {stmt}",
-                        stmt.action.keyword()
-                    ))
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// `self`, then `next` on its output.
-    fn then(self, next: Gather) -> Gather {
-        let copy = match (self.copy, next.copy) {
-            (Some(first), Some(second)) => {
-                // `first` is written over its output dims, which `second` reads at `at(j)`.
-                let at = |j: usize| second.src.get(j).cloned().unwrap_or(AffineExpr::Const(0));
-                let mut guard = second.guard;
-                // The guard and the index it protects are substituted alike, so the verifier
-                // still sees the guarded expression inside the index and proves it in bounds.
-                guard.extend(first.guard.iter().map(|c| Constraint {
-                    expr: c.expr.substitute(&at),
-                    lo: c.lo,
-                    hi: c.hi,
-                }));
-                let src: Vec<AffineExpr> = first.src.iter().map(|e| e.substitute(&at)).collect();
-                Some(GuardedMap { guard, src })
-            }
-            _ => None,
-        };
-        // Zeros come from either op's padding, or from reading an all-zero tensor.
-        let fill = self.fill || next.fill || copy.is_none();
-        Gather { fill, copy }
-    }
-
-    /// `self` with its maps canonicalized, read back in gather form; `self` unchanged when
-    /// that fails.
-    ///
-    /// Composition substitutes a map into each use of a dim, and an op's map uses a dim
-    /// several times (`d3 floordiv 4`, `d3 floordiv 2 mod 2`, `d3 mod 2`), so without
-    /// simplifying between steps the maps grow exponentially with the chain's length.
-    /// `canonicalize` folds them back (DepthToSpace then SpaceToDepth becomes the identity
-    /// map) and leaves the fill, the domain and the destination map as they are.
-    fn simplified(self, src: &TensorType, dst: &TensorType) -> Gather {
-        let Ok(pipeline) = relayout_passes::Pipeline::parse("canonicalize") else {
-            return self;
-        };
-        let kernel = self.clone().into_kernel("fusing".into(), src, dst);
-        relayout_passes::PassManager::new(pipeline)
-            .verify_each(true)
-            .run_index(&kernel)
-            .ok()
-            .and_then(|k| Gather::of(&k).ok())
-            .unwrap_or(self)
-    }
-
-    fn into_kernel(self, name: String, src: &TensorType, dst: &TensorType) -> Kernel {
-        let copy = self
-            .copy
-            .map(|c| c.without_unit_dims(dst).with_index_bounds(src));
-        let empty = dst.num_elements().map_or(true, |n| n == 0);
-        let domain: Vec<_> = dst
-            .shape
-            .iter()
-            .map(|&n| relayout_ir::DimRange::upto(n))
-            .collect();
-        let identity: Vec<_> = (0..dst.rank()).map(AffineExpr::dim).collect();
-        let mut stmts = Vec::new();
-        if !empty && self.fill {
-            stmts.push(Stmt {
-                domain: domain.clone(),
-                guard: Vec::new(),
-                dst: identity.clone(),
-                action: Action::ZERO_FILL,
-            });
-        }
-        if let (false, Some(copy)) = (empty, copy) {
-            stmts.push(Stmt {
-                domain,
-                guard: copy.guard,
-                dst: identity,
-                action: Action::Copy { src: copy.src },
-            });
-        }
-        Kernel {
-            name,
-            src: src.clone(),
-            dst: dst.clone(),
-            stmts,
-        }
-    }
-}
-
-impl GuardedMap {
-    /// Replaces every dim of the output box that has one value by that value, 0.
-    ///
-    /// Composition leaves sums such as `(d2 + d3) floordiv 2` where `d3` is a unit dim of the
-    /// output (one channel), and `canonicalize` runs before `drop-unit-dims`, so it keeps the
-    /// sum and `peel-dims` later splits the statement into one per value of `d2`. With the 0
-    /// in place, `canonicalize` sees `d2 floordiv 2` and the kernel stays one statement.
-    fn without_unit_dims(self, dst: &TensorType) -> GuardedMap {
-        let unit = |i: usize| dst.shape.get(i) == Some(&1);
-        let zero = |i: usize| {
-            if unit(i) {
-                AffineExpr::Const(0)
-            } else {
-                AffineExpr::Dim(i)
-            }
-        };
-        GuardedMap {
-            guard: self
-                .guard
-                .iter()
-                .map(|c| Constraint {
-                    expr: c.expr.substitute(&zero),
-                    lo: c.lo,
-                    hi: c.hi,
-                })
-                .collect(),
-            src: self.src.iter().map(|e| e.substitute(&zero)).collect(),
-        }
-    }
-
-    /// Adds `0 <= src[i] < size` for every source index, when the copy is guarded.
-    ///
-    /// Each such constraint holds wherever the others do (each op was proven in bounds under its
-    /// own guard), so it changes nothing but the proof. After composition an op's guarded
-    /// expression sits inside the next op's `floordiv` or `mod`, where the verifier still finds
-    /// it, but `canonicalize` rewrites the index around it (`(x * 2 + y - 1) floordiv 2` becomes
-    /// `x + (y + 1) floordiv 2 - 1`) and the link is lost. A guard on the whole index is
-    /// rewritten exactly as the index is, so the verifier keeps finding it.
-    fn with_index_bounds(mut self, src: &TensorType) -> GuardedMap {
-        if self.guard.is_empty() {
-            return self;
-        }
-        for (e, &n) in self.src.iter().zip(&src.shape) {
-            let Ok(hi) = i64::try_from(n) else { continue };
-            let bound = Constraint {
-                expr: e.clone(),
-                lo: 0,
-                hi,
-            };
-            if !matches!(e, AffineExpr::Const(_) | AffineExpr::Dim(_))
-                && !self.guard.contains(&bound)
-            {
-                self.guard.push(bound);
-            }
-        }
-        self
-    }
-}
-
-/// Whether `stmt` ranges over the whole output box `[0, n)` per dim and writes `dst[d]` at
-/// point `d`.
-/// For a statement over a strict sub-box of the output with an identity destination map, the
-/// guards `lo <= d_i < hi` of the dims where the box is narrower than the output.
-fn in_output_box(stmt: &Stmt, dst: &TensorType) -> Option<Vec<Constraint>> {
-    let identity = stmt.domain.len() == dst.rank()
-        && stmt.dst.len() == dst.rank()
-        && stmt
-            .dst
-            .iter()
-            .enumerate()
-            .all(|(i, e)| *e == AffineExpr::Dim(i));
-    if !identity {
-        return None;
-    }
-    let mut guard = Vec::new();
-    for (i, (r, &n)) in stmt.domain.iter().zip(&dst.shape).enumerate() {
-        let n = i64::try_from(n).ok()?;
-        if r.lo < 0 || r.hi > n {
-            return None;
-        }
-        if r.lo > 0 || r.hi < n {
-            guard.push(Constraint {
-                expr: AffineExpr::Dim(i),
-                lo: r.lo,
-                hi: r.hi,
-            });
-        }
-    }
-    (!guard.is_empty()).then_some(guard)
-}
-
-fn over_output(stmt: &Stmt, dst: &TensorType) -> bool {
-    stmt.domain.len() == dst.rank()
-        && stmt.dst.len() == dst.rank()
-        && stmt
-            .domain
-            .iter()
-            .zip(&dst.shape)
-            .all(|(r, &n)| r.lo == 0 && u64::try_from(r.hi) == Ok(n))
-        && stmt
-            .dst
-            .iter()
-            .enumerate()
-            .all(|(i, e)| *e == AffineExpr::Dim(i))
 }

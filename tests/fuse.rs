@@ -462,10 +462,10 @@ fn slices_tiles_and_transposes_fuse_with_the_seed_ops() {
     check_chain(&chain, &t(DType::I16, &[2, 4, 9, 3]), &mut rng);
 }
 
-/// A Slice of a zero Pad fuses (the Pad's box copy reads as a guarded gather); the piecewise
-/// Pads and Im2Col are refused with the reason.
+/// Pads of every mode compose with Slices and Transposes on either side: the composed
+/// kernel reads each piece of the Pad where the next op reads it, and only there.
 #[test]
-fn slices_of_zero_pads_fuse_and_piecewise_ops_are_refused() {
+fn pads_of_every_mode_fuse_with_slices_and_transposes() {
     let mut rng = Rng(13);
     let pad = |mode: PadMode, value: PadValue| Op::Pad {
         pads: vec![0, 2, -1, 0, 1, 3],
@@ -479,29 +479,210 @@ fn slices_of_zero_pads_fuse_and_piecewise_ops_are_refused() {
         axes: Some(vec![1, 2]),
         steps: Some(vec![1, -1]),
     };
+    let modes = [
+        (PadMode::Constant, PadValue::ZERO),
+        (PadMode::Constant, PadValue::float(1.5)),
+        (PadMode::Edge, PadValue::ZERO),
+        (PadMode::Reflect, PadValue::ZERO),
+        (PadMode::Wrap, PadValue::ZERO),
+    ];
+    for (mode, value) in modes {
+        let input = t(DType::F32, &[2, 4, 6]);
+        check_chain(&[pad(mode, value), slice.clone()], &input, &mut rng);
+        check_chain(
+            &[slice.clone(), pad(mode, value), transpose(&[2, 0, 1])],
+            &t(DType::F16, &[3, 5, 9]),
+            &mut rng,
+        );
+        // A Pad of a Pad: the second one's borders read the first one's borders.
+        check_chain(&[pad(mode, value), pad(mode, value)], &input, &mut rng);
+    }
+    // A Slice of the middle of a reflect Pad is the plain copy it reads.
+    let middle = Op::Slice {
+        starts: vec![1],
+        ends: vec![7],
+        axes: Some(vec![2]),
+        steps: None,
+    };
     let input = t(DType::F32, &[2, 4, 6]);
+    let reflect = Op::Pad {
+        pads: vec![0, 0, 1, 0, 0, 1],
+        mode: PadMode::Reflect,
+        constant_value: PadValue::ZERO,
+        axes: None,
+    };
+    let ops = [reflect, middle];
+    let fused = compile_chain(&ops, &input).unwrap();
+    assert_eq!(
+        fused.stages().lowered.stmts.len(),
+        1,
+        "{}",
+        fused.stages().lowered
+    );
+    check_chain(&ops, &input, &mut rng);
+}
+
+/// Reflect Pads of all four dims, one after the other: 81 pieces read 81 pieces, and the
+/// composed kernel keeps only the pairs that can apply (or the chain is refused as too large,
+/// never wrong).
+#[test]
+fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
+    let mut rng = Rng(15);
+    let pad = Op::Pad {
+        pads: vec![1, 2, 1, 1, 2, 1, 1, 2],
+        mode: PadMode::Reflect,
+        constant_value: PadValue::ZERO,
+        axes: None,
+    };
+    let input = t(DType::F32, &[4, 3, 4, 5]);
+    let ops = [pad.clone(), pad];
+    match compile_chain(&ops, &input) {
+        Ok(fused) => {
+            assert!(fused.stages().lowered.stmts.len() <= 256);
+            check_chain(&ops, &input, &mut rng);
+        }
+        Err(FuseError::NotFusable { reason, .. }) => {
+            assert!(reason.contains("statements"), "{reason}")
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// Im2Col writes its output through a scatter of blocks: it may end a chain, and a chain that
+/// reads its output is refused, naming it. Col2Im is refused anywhere (see above).
+#[test]
+fn im2col_ends_a_chain_but_cannot_feed_one() {
+    let mut rng = Rng(14);
+    let im2col = Op::Im2Col {
+        block_shape: vec![2, 3],
+        dilations: Some(vec![1, 2]),
+        pads: Some(vec![1, 0, 0, 2]),
+        strides: Some(vec![1, 2]),
+    };
+    let input = t(DType::F32, &[2, 5, 6, 3]);
     check_chain(
-        &[pad(PadMode::Constant, PadValue::ZERO), slice.clone()],
+        &[transpose(&[0, 3, 1, 2]), im2col.clone()],
         &input,
         &mut rng,
     );
-    check_chain(
-        &[
-            slice.clone(),
-            pad(PadMode::Constant, PadValue::ZERO),
-            transpose(&[2, 0, 1]),
-        ],
-        &t(DType::U8, &[3, 5, 7]),
-        &mut rng,
-    );
-    for refused in [
-        pad(PadMode::Reflect, PadValue::ZERO),
-        pad(PadMode::Constant, PadValue::float(1.5)),
-    ] {
-        let err = compile_chain(&[refused, slice.clone()], &input).unwrap_err();
-        assert!(
-            matches!(err, FuseError::NotFusable { index: 0, .. }),
-            "{err}"
+    let nchw = t(DType::F32, &[2, 3, 5, 6]);
+    let err = compile_chain(&[im2col, transpose(&[0, 2, 1])], &nchw).unwrap_err();
+    match err {
+        FuseError::NotFusable { index, op, reason } => {
+            assert_eq!((index, op), (0, "Im2Col"));
+            assert!(reason.contains("scatters"), "{reason}");
+        }
+        other => panic!("expected NotFusable, got {other}"),
+    }
+}
+
+/// Random chains of the ops around the seeds (Transpose, Pad in every mode, Slice, Tile,
+/// Reshape) with DepthToSpace and SpaceToDepth, sometimes ended by an Im2Col, against
+/// running the ops one by one.
+#[test]
+fn random_chains_of_every_composable_op_agree_with_running_them_one_by_one() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut fused = 0;
+    let mut tried = 0;
+    while fused < 80 {
+        tried += 1;
+        assert!(tried < 10_000, "too few valid random chains");
+        let input = t(
+            [DType::U8, DType::F32, DType::C64, DType::F16][rng.below(4) as usize],
+            &[
+                1 + rng.below(2),
+                2 * (1 + rng.below(2)),
+                2 + rng.below(4),
+                2 + rng.below(4),
+            ],
         );
+        let mut ty = input.clone();
+        let mut ops = Vec::new();
+        for _ in 0..2 + rng.below(3) {
+            let op = random_beyond_op(&mut rng, ty.rank());
+            if let Ok(next) = op.output_type(&ty) {
+                ty = next;
+                ops.push(op);
+            }
+        }
+        if ty.rank() == 4 && rng.below(4) == 0 {
+            let im2col = Op::Im2Col {
+                block_shape: vec![2, 1 + rng.below(2) as i64],
+                dilations: None,
+                pads: Some(vec![rng.below(2) as i64, 0, 1, rng.below(2) as i64]),
+                strides: Some(vec![1 + rng.below(2) as i64, 1]),
+            };
+            if im2col.output_type(&ty).is_ok() {
+                ops.push(im2col);
+            }
+        }
+        if ops.len() >= 2 {
+            check_chain(&ops, &input, &mut rng);
+            fused += 1;
+        }
+    }
+}
+
+/// An op for a tensor of `rank` dims, with attributes that are often valid for small shapes.
+fn random_beyond_op(rng: &mut Rng, rank: usize) -> Op {
+    let small = |rng: &mut Rng| rng.below(3) as i64 - 1;
+    match rng.below(7) {
+        0 => {
+            let mut perm: Vec<i64> = (0..rank as i64).collect();
+            for i in (1..perm.len()).rev() {
+                perm.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            transpose(&perm)
+        }
+        1 | 2 => {
+            let (mode, value) = match rng.below(5) {
+                0 => (PadMode::Constant, PadValue::ZERO),
+                1 => (PadMode::Constant, PadValue::float(-2.5)),
+                2 => (PadMode::Edge, PadValue::ZERO),
+                3 => (PadMode::Reflect, PadValue::ZERO),
+                _ => (PadMode::Wrap, PadValue::ZERO),
+            };
+            Op::Pad {
+                pads: (0..2 * rank).map(|_| small(rng)).collect(),
+                mode,
+                constant_value: value,
+                axes: None,
+            }
+        }
+        3 => {
+            let axis = rng.below(rank as u64) as i64;
+            let step = [1, 2, -1, -2][rng.below(4) as usize];
+            let (start, end) = if step > 0 {
+                (rng.below(2) as i64, i64::MAX)
+            } else {
+                (-1 - rng.below(2) as i64, i64::MIN)
+            };
+            Op::Slice {
+                starts: vec![start],
+                ends: vec![end],
+                axes: Some(vec![axis]),
+                steps: Some(vec![step]),
+            }
+        }
+        4 => Op::Tile {
+            repeats: (0..rank).map(|_| 1 + rng.below(2) as i64).collect(),
+        },
+        5 => {
+            // Merge the last two dims, then split them back (when the rank allows).
+            if rank >= 2 && rng.below(2) == 0 {
+                let mut shape = vec![0; rank - 1];
+                shape[rank - 2] = -1;
+                reshape(&shape)
+            } else {
+                reshape(&(0..rank).map(|_| 0).collect::<Vec<_>>())
+            }
+        }
+        _ => {
+            if rng.below(2) == 0 {
+                s2d(2, DataFormat::Nchw)
+            } else {
+                d2s(2, DataFormat::Nchw, DepthToSpaceMode::Crd)
+            }
+        }
     }
 }

@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod boxes;
+pub mod compose;
 mod error;
 mod manager;
 mod pass;
@@ -59,6 +60,7 @@ mod simplify;
 mod stmt;
 mod sum;
 
+pub use compose::{Chain, ComposeError};
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PipelineRun};
 pub use pass::{Level, Pass};
