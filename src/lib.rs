@@ -134,6 +134,7 @@
 //!   feature needs a C compiler. Without it, [`asm_text`] returns an error that says so, and
 //!   [`vcode_text`] gives Cranelift's listing of the same instructions.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod analysis;

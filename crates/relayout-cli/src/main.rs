@@ -1,6 +1,8 @@
 //! The `relayout` command-line tool: print an op's IR at every stage, run the built-in demo,
 //! run passes on IR text like mlir-opt, and run conformance cases.
 
+#![forbid(unsafe_code)]
+
 mod aot;
 mod bench;
 mod commands;

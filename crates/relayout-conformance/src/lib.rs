@@ -10,6 +10,7 @@
 //! This crate only reads and compares; running a case (lowering, interpreting, compiling) is
 //! the caller's business, so the same cases can check every stage.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod case;

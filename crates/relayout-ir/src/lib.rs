@@ -20,6 +20,7 @@
 //!
 //! This crate knows nothing of ops, passes or Cranelift.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod affine;

@@ -18,6 +18,7 @@
 //! copies (gathers over boxes of the output) except Col2Im, and Im2Col, which scatters like
 //! Col2Im in reverse.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod attrs;

@@ -46,6 +46,7 @@
 //! assert_eq!(Pipeline::parse(&default_pipeline().to_string()).unwrap(), default_pipeline());
 //! ```
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod boxes;

@@ -11,6 +11,7 @@
 //! and computes where each element goes, as the documentation tells the story. Only
 //! validation is shared, through [`Op::output_type`], so both see the same valid inputs.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod batch;

@@ -10,21 +10,16 @@
 //! before timing also takes the page faults out of the measured runs.
 
 use relayout::ir::DType;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::ptr::NonNull;
 
 const ALIGN: usize = 4096;
 
-/// A heap buffer of `len` bytes starting on a page boundary.
+/// `len` bytes starting on a page boundary: a slice of a larger `Vec`, so no `unsafe` is
+/// needed (the spare page costs nothing next to the buffers benchmarks use).
 pub struct AlignedBuf {
-    ptr: NonNull<u8>,
+    storage: Vec<u8>,
+    start: usize,
     len: usize,
-    layout: Layout,
 }
-
-// The buffer owns its memory exclusively, like a `Vec<u8>`.
-unsafe impl Send for AlignedBuf {}
-unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {
     /// Allocates `len` bytes filled with the pattern of `dtype` (so every page is written).
@@ -35,32 +30,32 @@ impl AlignedBuf {
     }
 
     fn new(len: usize) -> Result<AlignedBuf, String> {
-        // A zero-size layout may not be allocated; a one-byte allocation stands in for it.
-        let layout = Layout::from_size_align(len.max(1), ALIGN)
-            .map_err(|_| format!("a buffer of {len} bytes is too large"))?;
-        // Zeroed so the bytes are initialised before any slice of them exists (large zeroed
-        // allocations come straight from fresh pages, so this costs little).
-        // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
-            .ok_or_else(|| format!("cannot allocate {len} bytes"))?;
-        Ok(AlignedBuf { ptr, len, layout })
+        let total = len
+            .checked_add(ALIGN)
+            .ok_or_else(|| format!("a buffer of {len} bytes is too large"))?;
+        let mut storage = Vec::new();
+        storage
+            .try_reserve_exact(total)
+            .map_err(|_| format!("cannot allocate {len} bytes"))?;
+        // Large zeroed vectors come straight from fresh pages, so this costs little.
+        storage.resize(total, 0);
+        let start = storage.as_ptr().align_offset(ALIGN);
+        if start > ALIGN {
+            return Err(format!("cannot align a buffer of {len} bytes to {ALIGN}"));
+        }
+        Ok(AlignedBuf {
+            storage,
+            start,
+            len,
+        })
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` points to `len` initialised bytes that we own.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        &self.storage[self.start..self.start + self.len]
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, and `&mut self` makes the borrow exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        &mut self.storage[self.start..self.start + self.len]
     }
 }
 
