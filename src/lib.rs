@@ -601,10 +601,7 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
     if dumping {
         return Ok(out);
     }
-    Ok(match result {
-        relayout_ir::AnyKernel::Index(k) => k.to_string(),
-        relayout_ir::AnyKernel::Loops(k) => k.to_string(),
-    })
+    Ok(result.to_string())
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:

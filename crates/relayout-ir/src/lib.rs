@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod affine;
+mod any;
 mod dtype;
 mod index_map;
 mod loops;
@@ -37,11 +38,12 @@ pub mod print;
 pub mod verify;
 
 pub use affine::{AffineExpr, Interval};
+pub use any::AnyKernel;
 pub use dtype::DType;
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
 pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit};
-pub use parse::{parse_any, parse_kernel, parse_loop_kernel, AnyKernel, ParseError};
+pub use parse::{parse_any, parse_kernel, parse_loop_kernel, ParseError};
 pub use scalar::Scalar;
 pub use tensor::{SizeOverflow, TensorType};
 pub use verify::{verify_kernel, verify_loop_kernel, VerifyError};

@@ -40,14 +40,7 @@ use std::fmt::Write;
 /// bound, so every verified kernel prints to text that parses back.
 pub const MAX_EXPR_DEPTH: usize = 256;
 
-/// Either level of IR, as read from text.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum AnyKernel {
-    /// An index-map kernel (`kernel @name ...`).
-    Index(Kernel),
-    /// A loop kernel (`loops @name ...`).
-    Loops(LoopKernel),
-}
+pub use crate::any::AnyKernel;
 
 /// A parse error with the 1-based line and column where it was found.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]

@@ -287,10 +287,7 @@ fn mutate(text: &str, edits: &[(usize, u8, usize)]) -> String {
 /// Whatever parses must print back to text that parses to the same kernel.
 fn parses_consistently(text: &str) -> Result<(), TestCaseError> {
     if let Ok(k) = parse_any(text) {
-        let printed = match &k {
-            relayout_ir::AnyKernel::Index(k) => k.to_string(),
-            relayout_ir::AnyKernel::Loops(k) => k.to_string(),
-        };
+        let printed = k.to_string();
         prop_assert_eq!(parse_any(&printed), Ok(k));
     }
     Ok(())
