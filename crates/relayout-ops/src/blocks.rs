@@ -5,7 +5,38 @@
 use crate::lowering::{konst, minus};
 use crate::validate::{add, fail};
 use crate::{ErrorCategory, OpError};
-use relayout_ir::AffineExpr;
+use relayout_ir::{AffineExpr, TensorType};
+
+/// A validated Col2Im or Im2Col: the image side `[n, channels, *image]`, the attributes per
+/// spatial dim (non-negative; blocks, dilations and strides at least 1), the number of block
+/// positions per dim, and the op's output type.
+#[derive(Clone, Debug)]
+pub(crate) struct BlockPlan {
+    pub n: u64,
+    pub channels: u64,
+    pub image: Vec<u64>,
+    pub block: Vec<u64>,
+    pub dilations: Vec<u64>,
+    pub strides: Vec<u64>,
+    pub pad_begin: Vec<u64>,
+    pub pad_end: Vec<u64>,
+    /// Number of block positions along each spatial dim.
+    pub blocks: Vec<u64>,
+    pub output_type: TensorType,
+}
+
+impl BlockPlan {
+    pub fn geometry(&self) -> BlockGeometry<'_> {
+        BlockGeometry {
+            image: &self.image,
+            block: &self.block,
+            dilations: &self.dilations,
+            strides: &self.strides,
+            pad_begin: &self.pad_begin,
+            pad_end: &self.pad_end,
+        }
+    }
+}
 
 /// The validated attributes of one op, per spatial dim (all non-negative; blocks, dilations
 /// and strides at least 1).

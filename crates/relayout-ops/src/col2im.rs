@@ -4,42 +4,16 @@
 //! image `[N, C, *image_shape]`, dropping those that land in the padding. Channels are major
 //! and kernel positions minor in dim 1; blocks are enumerated in row-major order in dim 2.
 
-use crate::blocks::BlockGeometry;
+use crate::blocks::{BlockGeometry, BlockPlan};
 use crate::lowering::{d, domain, fill_all, konst, konsts, linearize, within};
 use crate::validate::{check_tensor, fail, list, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
 
 /// A validated Col2Im, with every attribute at its spatial rank and non-negative.
-#[derive(Clone, Debug)]
-pub(crate) struct Col2ImPlan {
-    pub n: u64,
-    pub channels: u64,
-    pub image: Vec<u64>,
-    pub block: Vec<u64>,
-    pub dilations: Vec<u64>,
-    pub strides: Vec<u64>,
-    pub pad_begin: Vec<u64>,
-    pub pad_end: Vec<u64>,
-    /// Number of sliding blocks along each spatial dim.
-    pub blocks: Vec<u64>,
-    pub output_type: TensorType,
-}
+pub(crate) type Col2ImPlan = BlockPlan;
 
 /// The attributes as given to the op.
-impl Col2ImPlan {
-    fn geometry(&self) -> BlockGeometry<'_> {
-        BlockGeometry {
-            image: &self.image,
-            block: &self.block,
-            dilations: &self.dilations,
-            strides: &self.strides,
-            pad_begin: &self.pad_begin,
-            pad_end: &self.pad_end,
-        }
-    }
-}
-
 pub(crate) struct Col2ImAttrs<'a> {
     pub image_shape: &'a [i64],
     pub block_shape: &'a [i64],

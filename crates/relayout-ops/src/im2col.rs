@@ -4,7 +4,7 @@
 //! where that position is in the padding. `K = prod(block_shape)`, `L` the number of block
 //! positions; `q` and `l` are row-major multi-indices.
 
-use crate::blocks::BlockGeometry;
+use crate::blocks::{BlockGeometry, BlockPlan};
 use crate::lowering::{d, domain, konst, konsts, linearize, within};
 use crate::validate::{check_tensor, fail, list, mul, nonneg, product};
 use crate::{ErrorCategory, OpError};
@@ -13,33 +13,7 @@ use relayout_ir::{Action, Kernel, Stmt, TensorType};
 const OP: &str = "Im2Col";
 
 /// A validated Im2Col.
-#[derive(Clone, Debug)]
-pub(crate) struct Im2ColPlan {
-    pub n: u64,
-    pub channels: u64,
-    pub image: Vec<u64>,
-    pub block: Vec<u64>,
-    pub dilations: Vec<u64>,
-    pub strides: Vec<u64>,
-    pub pad_begin: Vec<u64>,
-    pub pad_end: Vec<u64>,
-    /// Number of block positions along each spatial dim.
-    pub blocks: Vec<u64>,
-    pub output_type: TensorType,
-}
-
-impl Im2ColPlan {
-    fn geometry(&self) -> BlockGeometry<'_> {
-        BlockGeometry {
-            image: &self.image,
-            block: &self.block,
-            dilations: &self.dilations,
-            strides: &self.strides,
-            pad_begin: &self.pad_begin,
-            pad_end: &self.pad_end,
-        }
-    }
-}
+pub(crate) type Im2ColPlan = BlockPlan;
 
 /// The attributes as given (`None`: the default for the input's spatial rank).
 pub(crate) struct Im2ColAttrs<'a> {

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_io.h"
+
 typedef void (*whole_fn)(const void *src, void *dst);
 typedef void (*range_fn)(const void *src, void *dst, uint64_t start, uint64_t end);
 
@@ -28,37 +30,6 @@ struct kernel {
 
 /* The objects' headers and `static const struct kernel kernels[]`. */
 #include "kernels.inc"
-
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static int write_file(const char *path, const unsigned char *buf, size_t len) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t written = len ? fwrite(buf, 1, len, f) : 0;
-    fclose(f);
-    return written == len ? 0 : -1;
-}
-
-static unsigned char *garbage(size_t len) {
-    unsigned char *buf = malloc(len ? len : 1);
-    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)((0x5b ^ (i * 0x3d)) | 1);
-    return buf;
-}
 
 struct piece {
     const struct kernel *k;

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_io.h"
+
 static int failures = 0;
 static int checks = 0;
 
@@ -33,39 +35,6 @@ static int checks = 0;
             failures++;                                                           \
         }                                                                         \
     } while (0)
-
-/* Reads a whole file; *len receives its length. NULL on failure. */
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static int write_file(const char *path, const unsigned char *buf, size_t len) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t written = len ? fwrite(buf, 1, len, f) : 0;
-    fclose(f);
-    return written == len ? 0 : -1;
-}
-
-/* An output buffer that starts as garbage with no zero byte, so that a kernel that forgets to
- * write a byte is caught. */
-static unsigned char *garbage(size_t len) {
-    unsigned char *buf = malloc(len ? len : 1);
-    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)((0x5b ^ (i * 0x3d)) | 1);
-    return buf;
-}
 
 /* True when `e` is an error of `category`; says what it is otherwise. */
 static int has_category(relayout_error_t *e, const char *category) {
