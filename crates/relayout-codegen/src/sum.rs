@@ -7,8 +7,9 @@
 //!
 //! The reduction loops are unrolled: their points become a list of source offsets ([`terms`]),
 //! at most [`MAX_TERMS`]. A run is summed [`GROUP`] vectors at a time (one accumulator each),
-//! by a loop over groups for long runs; the elements after the last whole vector one at a
-//! time. f16 and bf16 are summed element by element through their helper, as `accumulate`
+//! by a loop over groups for long runs, a run that is not a whole number of vectors ending
+//! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
+//! element. f16 and bf16 are summed element by element through their helper, as `accumulate`
 //! does.
 
 use crate::accumulate::Adder;
@@ -93,60 +94,76 @@ pub(crate) fn emit_run(
         }
         return Ok(());
     }
+    if bytes < 16 {
+        for k in 0..bytes / size {
+            element(b, adder, terms, src, dst, (k * size) as i64);
+        }
+        return Ok(());
+    }
     let chunks = bytes / 16;
+    // A run that is not a whole number of vectors ends with a vector overlapping the one
+    // before it. Both are summed in the same group, from the destination as it was before
+    // either is stored, so the elements they share get the same sum twice (the same
+    // additions in the same order), never an addition on top of a stored sum.
+    let tail = !bytes.is_multiple_of(16);
     let groups = chunks / GROUP;
     let step = (16 * GROUP) as i64;
+    let whole: Vec<i64> = (0..GROUP as i64).map(|i| 16 * i).collect();
     let looped = if groups > INLINE_GROUPS {
+        // Keep the last whole vector out of the loop when the overlapping one needs it.
+        let n = groups - u64::from(tail && chunks.is_multiple_of(GROUP));
         counted_loop(
             b,
-            Count::Const(groups),
+            Count::Const(n),
             src,
             dst,
             (step, step),
             &mut |b, s, d| {
-                vectors(b, adder, terms, s, d, 0, GROUP);
+                vectors(b, adder, terms, s, d, &whole);
                 Ok(())
             },
         )?;
-        groups * GROUP
+        n * GROUP
     } else {
         0
     };
-    let mut at = looped;
-    while at < chunks {
-        let n = GROUP.min(chunks - at);
-        vectors(b, adder, terms, src, dst, 16 * at as i64, n);
-        at += n;
+    let mut offsets: Vec<i64> = (looped..chunks).map(|c| 16 * c as i64).collect();
+    if tail {
+        offsets.push(bytes as i64 - 16);
     }
-    let mut at = chunks * 16;
-    while at < bytes {
-        element(b, adder, terms, src, dst, at as i64);
-        at += size;
+    let mut groups: Vec<&[i64]> = offsets.chunks(GROUP as usize).collect();
+    if tail && groups.len() >= 2 && groups[groups.len() - 1].len() == 1 {
+        // The overlapping vector joins the group of the vector it overlaps.
+        groups.pop();
+        let last = groups.len() - 1;
+        groups[last] = &offsets[offsets.len() - groups[last].len() - 1..];
+    }
+    for group in groups {
+        vectors(b, adder, terms, src, dst, group);
     }
     Ok(())
 }
 
-/// Sums `n` vectors at `delta` over every term.
+/// Sums the vectors at `offsets` over every term: all loaded, then all added, then all
+/// stored.
 fn vectors(
     b: &mut FunctionBuilder,
     adder: Adder,
     terms: &[i64],
     src: Addr,
     dst: Addr,
-    delta: i64,
-    n: u64,
+    offsets: &[i64],
 ) {
     let ty = adder.vector();
-    let at = |i: u64| delta + 16 * i as i64;
-    let mut acc: Vec<_> = (0..n).map(|i| load(b, ty, dst, at(i))).collect();
+    let mut acc: Vec<_> = offsets.iter().map(|&o| load(b, ty, dst, o)).collect();
     for &t in terms {
-        for (i, a) in acc.iter_mut().enumerate() {
-            let x = load(b, ty, src, t + at(i as u64));
+        for (a, &o) in acc.iter_mut().zip(offsets) {
+            let x = load(b, ty, src, t + o);
             *a = adder.add_vectors(b, *a, x);
         }
     }
-    for (i, a) in acc.into_iter().enumerate() {
-        store(b, a, dst, at(i as u64));
+    for (a, &o) in acc.into_iter().zip(offsets) {
+        store(b, a, dst, o);
     }
 }
 

@@ -371,7 +371,7 @@ fn accumulate_with_reduction_loops_every_dtype_and_length() {
     // additions in the same order (NaN payloads, -0.0 and f16/bf16 rounding included).
     for dtype in DType::ALL {
         let e = dtype.size();
-        for elems in (1..=24).chain([31, 63, 64, 65, 100, 150]) {
+        for elems in (1..=24).chain([31, 63, 64, 65, 81, 100, 150, 161]) {
             let n = elems * e;
             if n > 700 {
                 continue;
