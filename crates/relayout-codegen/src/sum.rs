@@ -105,13 +105,13 @@ pub(crate) fn emit_run(
     // before it. Both are summed in the same group, from the destination as it was before
     // either is stored, so the elements they share get the same sum twice (the same
     // additions in the same order), never an addition on top of a stored sum.
-    let tail = !bytes.is_multiple_of(16);
+    let tail = bytes % 16 != 0;
     let groups = chunks / GROUP;
     let step = (16 * GROUP) as i64;
     let whole: Vec<i64> = (0..GROUP as i64).map(|i| 16 * i).collect();
     let looped = if groups > INLINE_GROUPS {
         // Keep the last whole vector out of the loop when the overlapping one needs it.
-        let n = groups - u64::from(tail && chunks.is_multiple_of(GROUP));
+        let n = groups - u64::from(tail && chunks % GROUP == 0);
         counted_loop(
             b,
             Count::Const(n),
