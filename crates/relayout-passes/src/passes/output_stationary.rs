@@ -132,6 +132,10 @@ fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
             .map(|(s, (o, _))| o[l].checked_add(i64::try_from(s.loops[l].extent).ok()?))
             .try_fold(0i64, |m, e| Some(m.max(e?)))
     };
+    // Every box end fits in an i64 (the cuts below add without checks).
+    for l in 0..levels {
+        span(l)?;
+    }
     for w in order.windows(2) {
         let (outer, inner) = (
             group[0].loops[w[0]].dst_stride,
@@ -144,7 +148,9 @@ fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
     let mut phases: Vec<i64> = origins.iter().map(|o| o.1).collect();
     phases.sort_unstable();
     phases.dedup();
-    if phases.iter().any(|&p| p + bytes > smallest)
+    if phases
+        .iter()
+        .any(|&p| p.checked_add(bytes).is_none_or(|end| end > smallest))
         || phases.windows(2).any(|w| w[1] - w[0] < bytes)
     {
         return None;
