@@ -66,7 +66,7 @@ impl Adder {
     }
 
     /// The scalar element type that travels through memory.
-    fn lane(self) -> Type {
+    pub fn lane(self) -> Type {
         match self {
             Adder::Int(t) | Adder::Float(t) => t,
             Adder::Bool(_) => types::I8,
@@ -76,13 +76,25 @@ impl Adder {
 
     /// Adds one 16-byte chunk at `delta`.
     fn chunk(self, b: &mut FunctionBuilder, src: Addr, dst: Addr, delta: i64) {
+        let ty = self.vector();
+        let acc = load(b, ty, dst, delta);
+        let x = load(b, ty, src, delta);
+        let sum = self.add_vectors(b, acc, x);
+        store(b, sum, dst, delta);
+    }
+
+    /// The 16-byte vector type that holds whole elements (not for f16 and bf16).
+    pub fn vector(self) -> Type {
         let lane = self.lane();
         let Some(ty) = lane.by(16 / lane.bytes()) else {
             unreachable!("16-byte vector of {lane}");
         };
-        let acc = load(b, ty, dst, delta);
-        let x = load(b, ty, src, delta);
-        let sum = match self {
+        ty
+    }
+
+    /// `acc + x` on two 16-byte vectors of [`Adder::vector`]'s type.
+    pub fn add_vectors(self, b: &mut FunctionBuilder, acc: Value, x: Value) -> Value {
+        match self {
             Adder::Int(_) => b.ins().iadd(acc, x),
             Adder::Float(_) => b.ins().fadd(acc, x),
             Adder::Bool(one) => {
@@ -90,16 +102,12 @@ impl Adder {
                 b.ins().umin(any, one)
             }
             Adder::Call(_) => unreachable!("f16 and bf16 are added element by element"),
-        };
-        store(b, sum, dst, delta);
+        }
     }
 
-    /// Adds one element at `delta`.
-    fn element(self, b: &mut FunctionBuilder, src: Addr, dst: Addr, delta: i64) {
-        let ty = self.lane();
-        let acc = load(b, ty, dst, delta);
-        let x = load(b, ty, src, delta);
-        let sum = match self {
+    /// `acc + x` on two elements of [`Adder::lane`]'s type.
+    pub fn add_elements(self, b: &mut FunctionBuilder, acc: Value, x: Value) -> Value {
+        match self {
             Adder::Int(_) => b.ins().iadd(acc, x),
             Adder::Float(_) => b.ins().fadd(acc, x),
             Adder::Bool(_) => {
@@ -113,7 +121,15 @@ impl Adder {
                 let sum = b.inst_results(call)[0];
                 b.ins().ireduce(types::I16, sum)
             }
-        };
+        }
+    }
+
+    /// Adds one element at `delta`.
+    fn element(self, b: &mut FunctionBuilder, src: Addr, dst: Addr, delta: i64) {
+        let ty = self.lane();
+        let acc = load(b, ty, dst, delta);
+        let x = load(b, ty, src, delta);
+        let sum = self.add_elements(b, acc, x);
         store(b, sum, dst, delta);
     }
 }

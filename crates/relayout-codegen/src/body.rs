@@ -4,6 +4,7 @@ use crate::accumulate::{self, Adder};
 use crate::copy::{self, Mover};
 use crate::loops::Count;
 use crate::mem::Addr;
+use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 
 use cranelift_codegen::isa::TargetFrontendConfig;
@@ -14,12 +15,16 @@ pub(crate) struct Body {
     op: Op,
     bytes: u64,
     config: TargetFrontendConfig,
+    /// For [`Op::Sum`]: the source offsets of the contributions, relative to the first.
+    terms: Vec<i64>,
 }
 
 #[derive(Clone, Copy)]
 enum Op {
     Move(Mover),
     Add(Adder),
+    /// Several contributions summed in registers (see `sum.rs`).
+    Sum(Adder),
 }
 
 impl Body {
@@ -49,7 +54,30 @@ impl Body {
             }
             (LoopAction::Accumulate, _) => Op::Add(Adder::new(b, dtype, imports)?),
         };
-        Ok(Body { op, bytes, config })
+        Ok(Body {
+            op,
+            bytes,
+            config,
+            terms: Vec::new(),
+        })
+    }
+
+    /// Prepares the body of an accumulate whose reduction loops (see `sum.rs`) have their
+    /// points at `terms`, source offsets relative to the first.
+    pub fn sum(
+        b: &mut FunctionBuilder,
+        dtype: DType,
+        bytes: u64,
+        terms: Vec<i64>,
+        config: TargetFrontendConfig,
+        imports: &mut dyn Imports,
+    ) -> Result<Body, CodegenError> {
+        Ok(Body {
+            op: Op::Sum(Adder::new(b, dtype, imports)?),
+            bytes,
+            config,
+            terms,
+        })
     }
 
     /// Whether the body writes with streaming stores, which need a fence before returning.
@@ -71,6 +99,7 @@ impl Body {
         match self.op {
             Op::Move(_) => self.bytes <= 16,
             Op::Add(adder) => adder.is_small(self.bytes),
+            Op::Sum(_) => false,
         }
     }
 
@@ -98,6 +127,7 @@ impl Body {
         match self.op {
             Op::Move(mover) => copy::emit_run(b, self.config, mover, self.bytes, src, dst),
             Op::Add(adder) => accumulate::emit_run(b, adder, self.bytes, src, dst),
+            Op::Sum(adder) => sum::emit_run(b, adder, self.bytes, &self.terms, src, dst),
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::copy;
 use crate::loops::{self, Count};
 use crate::mem::Addr;
 use crate::shuffle;
+use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
@@ -119,15 +120,34 @@ pub fn translate_stmt(
             .iter()
             .find(|band| band.members().contains(&index))
             .is_none_or(|band| kernel.stmts[band.members()].iter().all(streams));
-    let body = Body::new(
-        &mut b,
-        stmt.action,
-        dtype,
-        stmt.bytes,
-        stream,
-        config,
-        imports,
-    )?;
+    // An accumulate with reduction loops sums in registers: the nest is the loops outside them.
+    let summed = sum::reduction_split(stmt).and_then(|split| {
+        let terms = sum::terms(&stmt.loops[split..])?;
+        let outer = LoopStmt {
+            loops: stmt.loops[..split].to_vec(),
+            ..stmt.clone()
+        };
+        Some((outer, terms))
+    });
+    let (stmt, body) = match summed {
+        Some((outer, terms)) => {
+            let body = Body::sum(&mut b, dtype, stmt.bytes, terms, config, imports)?;
+            (std::borrow::Cow::Owned(outer), body)
+        }
+        None => {
+            let body = Body::new(
+                &mut b,
+                stmt.action,
+                dtype,
+                stmt.bytes,
+                stream,
+                config,
+                imports,
+            )?;
+            (std::borrow::Cow::Borrowed(stmt), body)
+        }
+    };
+    let stmt: &LoopStmt = &stmt;
     let exit = b.create_block();
     // A nest with an empty loop has no points; its function does nothing.
     if !stmt.loops.iter().any(|l| l.extent == 0) {

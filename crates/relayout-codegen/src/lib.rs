@@ -18,7 +18,8 @@
 //! moved with 16-byte vectors (an overlapping last vector covers odd lengths), by a vector
 //! loop for medium runs and by a `memcpy`/`memset` call for long runs; `accumulate` adds 16
 //! bytes at a time with vector adds for every type but f16 and bf16, which call the
-//! [`Helper`] functions that the JIT provides. Kernels with at least [`STREAM_MIN_DST`] bytes
+//! [`Helper`] functions that the JIT provides; an `accumulate` with innermost reduction loops
+//! (destination stride 0) sums its contributions in registers and stores each run once. Kernels with at least [`STREAM_MIN_DST`] bytes
 //! of output write their runs of at least [`STREAM_MIN_RUN`] bytes through the streaming
 //! (non-temporal store) helpers instead, one call per innermost loop, and fence before they
 //! return.
@@ -44,6 +45,7 @@ mod imports;
 mod loops;
 mod mem;
 mod shuffle;
+mod sum;
 
 pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use error::CodegenError;

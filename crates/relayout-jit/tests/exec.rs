@@ -365,6 +365,43 @@ fn accumulate_every_dtype_and_length() {
 }
 
 #[test]
+fn accumulate_with_reduction_loops_every_dtype_and_length() {
+    // Innermost loops of destination stride 0 (what `output-stationary` makes): codegen sums
+    // their contributions in registers and stores once; every element must still see the same
+    // additions in the same order (NaN payloads, -0.0 and f16/bf16 rounding included).
+    for dtype in DType::ALL {
+        let e = dtype.size();
+        for elems in (1..=24).chain([31, 63, 64, 65, 81, 100, 150, 161]) {
+            let n = elems * e;
+            if n > 700 {
+                continue;
+            }
+            let (rows_src, rows_dst) = (n as i64 + e as i64, n as i64 + 3 * e as i64);
+            // Two reduction loops (2 x 3 terms) whose runs overlap in the source.
+            let terms = [lp(2, 5 * rows_src, 0), lp(3, e as i64, 0)];
+            let k = kernel(
+                dtype,
+                (3 + 5 * 2) as u64 * rows_src as u64 + 3 * e,
+                3 * rows_dst as u64,
+                vec![stmt(
+                    LoopAction::Accumulate,
+                    n,
+                    0,
+                    0,
+                    [lp(3, rows_src, rows_dst)]
+                        .into_iter()
+                        .chain(terms)
+                        .collect(),
+                )],
+            );
+            let src = special_values(dtype, k.src.size_bytes().unwrap() as usize, elems);
+            let dst = special_values(dtype, k.dst.size_bytes().unwrap() as usize, elems + 1);
+            check_with(&k, &src, &dst);
+        }
+    }
+}
+
+#[test]
 fn accumulate_overlapping_runs_in_order() {
     // Runs of 8 u16 elements whose destinations overlap by 6 elements: each run must see the
     // previous run's sums.

@@ -25,11 +25,14 @@
 //! 4. `peel-dims` removes whatever `floordiv`, `mod` or guard is left, by brute force;
 //! 5. `drop-unit-dims` removes dims with one value;
 //! 6. `linearize` lowers to loop nests with byte strides;
-//! 7. `coalesce`, `interchange`, `coalesce` merge contiguous loops and put a unit-stride loop
-//!    innermost;
-//! 8. `tile-transposes` strip-mines (and for large planes cache-blocks) the source-contiguous
+//! 7. `output-stationary` turns consecutive accumulations (Col2Im's kernel positions) into one
+//!    accumulation per output cell that adds all of the cell's contributions, in order, over
+//!    innermost reduction loops, which code generation sums in registers;
+//! 8. `coalesce`, `interchange`, `coalesce` merge contiguous loops and put a unit-stride loop
+//!    innermost (reduction loops stay innermost and in order);
+//! 9. `tile-transposes` strip-mines (and for large planes cache-blocks) the source-contiguous
 //!    loop of true transposes of 4- and 8-byte elements, for codegen's register transposes;
-//! 9. `fuse-nests` shares the outer loops of consecutive statements.
+//! 10. `fuse-nests` shares the outer loops of consecutive statements.
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every
@@ -65,7 +68,7 @@ pub use compose::{Chain, ComposeError};
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PipelineRun};
 pub use pass::{Level, Pass};
-pub use passes::FuseNests;
+pub use passes::{FuseNests, OutputStationary};
 pub use pipeline::{default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 

@@ -2,8 +2,8 @@
 //! against it, and `relayout --list-passes` prints it.
 
 use crate::passes::{
-    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, PeelDims, SplitDims,
-    SplitGuards, TileTransposes,
+    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, OutputStationary,
+    PeelDims, SplitDims, SplitGuards, TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -78,6 +78,12 @@ pub static PASSES: &[PassInfo] = &[
         summary: "lower index maps to byte offsets over loop nests (index-map IR -> loop IR)",
         level: Level::Index,
         create: || Box::new(Linearize),
+    },
+    PassInfo {
+        name: "output-stationary",
+        summary: "sum all contributions to each output cell of consecutive accumulations with innermost reduction loops",
+        level: Level::Loops,
+        create: || Box::new(OutputStationary),
     },
     PassInfo {
         name: "coalesce",

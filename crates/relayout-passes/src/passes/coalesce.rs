@@ -10,12 +10,17 @@
 //! - merges the innermost loop into the run when its stride is `bytes` for every operand:
 //!   `extent` runs of `bytes` bytes at stride `bytes` are one run of `extent * bytes` bytes;
 //! - in a copy or a fill, removes a loop whose strides are all 0: it rewrites the same run
-//!   with the same bytes, and the last write is unchanged.
+//!   with the same bytes, and the last write is unchanged;
+//! - in an accumulate, sets its innermost reduction loops (destination stride 0, see
+//!   `output-stationary`) aside and coalesces the loops outside them, which keeps every
+//!   element's additions in their order: merging the loop around them into the run only
+//!   moves the additions into other elements, which are disjoint, in between.
 //!
 //! What it does not do: reorder loops (`interchange` does), merge loops that are contiguous
 //! for one operand only, or merge anything whose merged extent or run would overflow.
 
 use crate::pass::{impl_pass, LoopPass};
+use crate::passes::output_stationary::reduction_split;
 use crate::PassError;
 use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
 
@@ -43,12 +48,14 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
     }
     let reads = !s.action.is_fill();
     let mut s = s.clone();
+    let reductions = s.loops.split_off(reduction_split(&s));
     s.loops.retain(|l| l.extent != 1);
     if s.action != LoopAction::Accumulate {
         s.loops
             .retain(|l| l.dst_stride != 0 || (reads && l.src_stride != 0));
     }
     while merge_adjacent(&mut s, reads) || merge_into_run(&mut s, reads) {}
+    s.loops.extend(reductions);
     Some(s)
 }
 

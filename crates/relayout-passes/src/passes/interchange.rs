@@ -16,10 +16,16 @@
 //! the loops sorted by `|dst stride|`, the smallest is at least `bytes` and each next one at
 //! least the previous times its extent).
 //!
+//! The innermost reduction loops of an accumulate (destination stride 0, see
+//! `output-stationary`) stay innermost and in their order: they fix the order in which each
+//! element's contributions are added, which that pass promises to keep exact. Only the loops
+//! outside them are ordered.
+//!
 //! What it does not do: tile, or change anything but the order of the loops.
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::coalesce::coalesce_stmt;
+use crate::passes::output_stationary::reduction_split;
 use crate::PassError;
 use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
 
@@ -41,6 +47,14 @@ impl LoopPass for Interchange {
 impl_pass!(loops Interchange);
 
 fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
+    let split = reduction_split(s);
+    if split < s.loops.len() {
+        let mut outer = s.clone();
+        let reductions = outer.loops.split_off(split);
+        let mut done = interchange_stmt(&outer);
+        done.loops.extend(reductions);
+        return done;
+    }
     if s.loops.len() < 2
         || (s.action == LoopAction::Copy && !relayout_ir::dependence::points_disjoint(s, 0))
     {

@@ -1,0 +1,179 @@
+//! Accumulations with reduction loops: an `accumulate` whose innermost loops have destination
+//! stride 0 adds several source runs into the same destination run (Col2Im's contributions
+//! to one output cell, see the `output-stationary` pass). Instead of reading and writing the
+//! destination once per contribution, the run is loaded into registers once, every
+//! contribution is added there in the order of the reduction loops, and the sum is stored
+//! once: the same additions in the same order per element, so the result is bit-exact.
+//!
+//! The reduction loops are unrolled: their points become a list of source offsets ([`terms`]),
+//! at most [`MAX_TERMS`]. A run is summed [`GROUP`] vectors at a time (one accumulator each),
+//! by a loop over groups for long runs, a run that is not a whole number of vectors ending
+//! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
+//! element. f16 and bf16 are summed element by element through their helper, as `accumulate`
+//! does.
+
+use crate::accumulate::Adder;
+use crate::loops::{counted_loop, Count};
+use crate::mem::{load, store, Addr};
+use crate::CodegenError;
+use cranelift_frontend::FunctionBuilder;
+use relayout_ir::{Loop, LoopAction, LoopStmt};
+
+/// Reduction loops with more points than this are left to the ordinary accumulate path.
+pub(crate) const MAX_TERMS: u64 = 64;
+/// Vectors summed side by side (one accumulator register each).
+const GROUP: u64 = 4;
+/// Runs of up to this many groups are summed straight-line; longer ones by a loop.
+const INLINE_GROUPS: u64 = 4;
+/// f16/bf16 runs of up to this many elements are summed straight-line.
+const INLINE_ELEMENTS: u64 = 4;
+
+/// For an accumulate with innermost reduction loops, at least one other loop, and at most
+/// [`MAX_TERMS`] reduction points: the number of loops outside the reduction loops.
+pub(crate) fn reduction_split(stmt: &LoopStmt) -> Option<usize> {
+    if stmt.action != LoopAction::Accumulate {
+        return None;
+    }
+    let inner = stmt
+        .loops
+        .iter()
+        .rev()
+        .take_while(|l| l.dst_stride == 0)
+        .count();
+    let split = stmt.loops.len() - inner;
+    let points = stmt.loops[split..]
+        .iter()
+        .try_fold(1u64, |n, l| n.checked_mul(l.extent))?;
+    (inner > 0 && split > 0 && (1..=MAX_TERMS).contains(&points)).then_some(split)
+}
+
+/// The source offsets of the points of `reductions`, relative to the first, in loop order.
+pub(crate) fn terms(reductions: &[Loop]) -> Option<Vec<i64>> {
+    let mut out = vec![0i64];
+    for l in reductions {
+        let mut next = Vec::with_capacity(out.len() * l.extent as usize);
+        for &t in &out {
+            for j in 0..l.extent as i64 {
+                next.push(t.checked_add(l.src_stride.checked_mul(j)?)?);
+            }
+        }
+        out = next;
+    }
+    Some(out)
+}
+
+/// Emits `dst[..bytes] += src[t..t + bytes]` for every `t` of `terms` in order, with the
+/// destination read and written once.
+pub(crate) fn emit_run(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    bytes: u64,
+    terms: &[i64],
+    src: Addr,
+    dst: Addr,
+) -> Result<(), CodegenError> {
+    let size = u64::from(adder.lane().bytes());
+    if let Adder::Call(_) = adder {
+        let count = bytes / size;
+        let step = size as i64;
+        if count > INLINE_ELEMENTS {
+            return counted_loop(
+                b,
+                Count::Const(count),
+                src,
+                dst,
+                (step, step),
+                &mut |b, s, d| {
+                    element(b, adder, terms, s, d, 0);
+                    Ok(())
+                },
+            );
+        }
+        for k in 0..count {
+            element(b, adder, terms, src, dst, k as i64 * step);
+        }
+        return Ok(());
+    }
+    if bytes < 16 {
+        for k in 0..bytes / size {
+            element(b, adder, terms, src, dst, (k * size) as i64);
+        }
+        return Ok(());
+    }
+    let chunks = bytes / 16;
+    // A run that is not a whole number of vectors ends with a vector overlapping the one
+    // before it. Both are summed in the same group, from the destination as it was before
+    // either is stored, so the elements they share get the same sum twice (the same
+    // additions in the same order), never an addition on top of a stored sum.
+    let tail = bytes % 16 != 0;
+    let groups = chunks / GROUP;
+    let step = (16 * GROUP) as i64;
+    let whole: Vec<i64> = (0..GROUP as i64).map(|i| 16 * i).collect();
+    let looped = if groups > INLINE_GROUPS {
+        // Keep the last whole vector out of the loop when the overlapping one needs it.
+        let n = groups - u64::from(tail && chunks % GROUP == 0);
+        counted_loop(
+            b,
+            Count::Const(n),
+            src,
+            dst,
+            (step, step),
+            &mut |b, s, d| {
+                vectors(b, adder, terms, s, d, &whole);
+                Ok(())
+            },
+        )?;
+        n * GROUP
+    } else {
+        0
+    };
+    let mut offsets: Vec<i64> = (looped..chunks).map(|c| 16 * c as i64).collect();
+    if tail {
+        offsets.push(bytes as i64 - 16);
+    }
+    let mut groups: Vec<&[i64]> = offsets.chunks(GROUP as usize).collect();
+    if tail && groups.len() >= 2 && groups[groups.len() - 1].len() == 1 {
+        // The overlapping vector joins the group of the vector it overlaps.
+        groups.pop();
+        let last = groups.len() - 1;
+        groups[last] = &offsets[offsets.len() - groups[last].len() - 1..];
+    }
+    for group in groups {
+        vectors(b, adder, terms, src, dst, group);
+    }
+    Ok(())
+}
+
+/// Sums the vectors at `offsets` over every term: all loaded, then all added, then all
+/// stored.
+fn vectors(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    terms: &[i64],
+    src: Addr,
+    dst: Addr,
+    offsets: &[i64],
+) {
+    let ty = adder.vector();
+    let mut acc: Vec<_> = offsets.iter().map(|&o| load(b, ty, dst, o)).collect();
+    for &t in terms {
+        for (a, &o) in acc.iter_mut().zip(offsets) {
+            let x = load(b, ty, src, t + o);
+            *a = adder.add_vectors(b, *a, x);
+        }
+    }
+    for (a, &o) in acc.into_iter().zip(offsets) {
+        store(b, a, dst, o);
+    }
+}
+
+/// Sums the element at `delta` over every term.
+fn element(b: &mut FunctionBuilder, adder: Adder, terms: &[i64], src: Addr, dst: Addr, delta: i64) {
+    let ty = adder.lane();
+    let mut acc = load(b, ty, dst, delta);
+    for &t in terms {
+        let x = load(b, ty, src, t + delta);
+        acc = adder.add_elements(b, acc, x);
+    }
+    store(b, acc, dst, delta);
+}

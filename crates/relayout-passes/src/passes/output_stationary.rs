@@ -1,0 +1,310 @@
+//! `output-stationary`: turns consecutive accumulations that share one loop structure (Col2Im's
+//! one `accumulate` per kernel position) into accumulations over disjoint output *cells*, each
+//! adding all of its contributions with innermost *reduction loops* (loops whose destination
+//! stride is 0), so that code generation keeps the sum of a run in registers and writes it
+//! once instead of reading and writing the output once per contribution.
+//!
+//! What it does: for a maximal group of two or more consecutive `accumulate` statements with
+//! the same run length and the same loops but for their extents (same strides, level by
+//! level), it places each statement's destination box in coordinates (the destination offset
+//! decomposed over the strides, with the remainder as a *phase*), cuts every level at every
+//! box boundary, and emits, for each cell that some boxes cover, one `accumulate` over the
+//! cell whose reduction loops enumerate the covering statements' source runs, in statement
+//! order. A cell whose contributions do not form such a nest of reduction loops (an affine
+//! box of source offsets, enumerated in order) keeps them as one statement each, and so does
+//! a group this pass cannot place in coordinates. Cells are emitted largest first.
+//!
+//! Legality: each destination element receives the same additions in the same order as
+//! before. The coordinates are unique (strides sorted by size, each at least the next one
+//! times the span of coordinates below it, phases apart by at least a run), so two cells never
+//! share a byte, a cell holds exactly the elements that the same statements cover, and its
+//! reduction loops add their runs in statement order. Results are bit-exact, float rounding,
+//! -0.0 and NaN included: nothing is reordered per element.
+//!
+//! What it does not do: remove the `fill` before the accumulations (the sums still start from
+//! what the destination holds), reorder anything across cells of different groups, or run
+//! across a statement that is not an accumulation. Run it right after `linearize`, where all
+//! of Col2Im's accumulations still have one loop structure; `coalesce` and `interchange` keep
+//! reduction loops innermost and in order.
+
+use crate::pass::{impl_pass, LoopPass};
+use crate::PassError;
+use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OutputStationary;
+
+/// A group is left alone when it would make more cells than this (code size: every cell is a
+/// statement and a function).
+const MAX_CELLS: usize = 512;
+
+/// A cell is summed by reduction loops only with at most this many contributions (they are
+/// unrolled in code generation).
+const MAX_TERMS: u64 = 64;
+
+impl LoopPass for OutputStationary {
+    const NAME: &'static str = "output-stationary";
+
+    fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        let mut stmts = Vec::with_capacity(k.stmts.len());
+        let mut i = 0;
+        while i < k.stmts.len() {
+            let mut j = i + 1;
+            while j < k.stmts.len() && same_structure(&k.stmts[i], &k.stmts[j]) {
+                j += 1;
+            }
+            let group = &k.stmts[i..j];
+            match (group.len() >= 2).then(|| cells(group)).flatten() {
+                Some(cells) => stmts.extend(cells),
+                None => stmts.extend_from_slice(group),
+            }
+            i = j;
+        }
+        Ok(LoopKernel {
+            stmts,
+            bands: Vec::new(),
+            ..k.clone()
+        })
+    }
+}
+
+impl_pass!(loops OutputStationary);
+
+/// Whether `b` may join a group started by `a`: both accumulate runs of the same length over
+/// loops with the same strides, none of them a reduction loop already.
+fn same_structure(a: &LoopStmt, b: &LoopStmt) -> bool {
+    a.action == LoopAction::Accumulate
+        && b.action == LoopAction::Accumulate
+        && a.bytes == b.bytes
+        && a.loops.len() == b.loops.len()
+        && a.loops.iter().zip(&b.loops).all(|(x, y)| {
+            x.src_stride == y.src_stride && x.dst_stride == y.dst_stride && x.dst_stride > 0
+        })
+}
+
+/// The innermost loops of `s` whose destination stride is 0 (the reduction loops), as an index
+/// into `s.loops`: `s.loops[split..]` are they. Only an accumulate has them.
+pub(crate) fn reduction_split(s: &LoopStmt) -> usize {
+    if s.action != LoopAction::Accumulate {
+        return s.loops.len();
+    }
+    s.loops.len()
+        - s.loops
+            .iter()
+            .rev()
+            .take_while(|l| l.dst_stride == 0)
+            .count()
+}
+
+/// The cells of a group, or `None` when the group cannot be placed in coordinates or is not
+/// worth it.
+fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
+    let levels = group[0].loops.len();
+    let bytes = i64::try_from(group[0].bytes).ok()?;
+    // Levels by decreasing destination stride.
+    let mut order: Vec<usize> = (0..levels).collect();
+    order.sort_by_key(|&l| std::cmp::Reverse(group[0].loops[l].dst_stride));
+    // Each statement's origin per level and phase.
+    let mut origins: Vec<(Vec<i64>, i64)> = Vec::with_capacity(group.len());
+    for s in group {
+        let mut rest = s.dst_offset;
+        if rest < 0 {
+            return None;
+        }
+        let mut origin = vec![0i64; levels];
+        for &l in &order {
+            let stride = s.loops[l].dst_stride;
+            origin[l] = rest / stride;
+            rest %= stride;
+        }
+        origins.push((origin, rest));
+    }
+    // Unique coordinates: the smallest stride holds a run after every phase, and each stride is
+    // at least the next smaller one times the span of coordinates at that level.
+    let smallest = order
+        .last()
+        .map_or(i64::MAX, |&l| group[0].loops[l].dst_stride);
+    let span = |l: usize| -> Option<i64> {
+        group
+            .iter()
+            .zip(&origins)
+            .map(|(s, (o, _))| o[l].checked_add(i64::try_from(s.loops[l].extent).ok()?))
+            .try_fold(0i64, |m, e| Some(m.max(e?)))
+    };
+    // Every box end fits in an i64 (the cuts below add without checks).
+    for l in 0..levels {
+        span(l)?;
+    }
+    for w in order.windows(2) {
+        let (outer, inner) = (
+            group[0].loops[w[0]].dst_stride,
+            group[0].loops[w[1]].dst_stride,
+        );
+        if inner.checked_mul(span(w[1])?)? > outer {
+            return None;
+        }
+    }
+    let mut phases: Vec<i64> = origins.iter().map(|o| o.1).collect();
+    phases.sort_unstable();
+    phases.dedup();
+    if phases
+        .iter()
+        .any(|&p| p.checked_add(bytes).is_none_or(|end| end > smallest))
+        || phases.windows(2).any(|w| w[1] - w[0] < bytes)
+    {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut summed = false;
+    for &phase in &phases {
+        let members: Vec<usize> = (0..group.len())
+            .filter(|&k| origins[k].1 == phase)
+            .collect();
+        // Cut points per level.
+        let mut cuts: Vec<Vec<i64>> = Vec::with_capacity(levels);
+        for l in 0..levels {
+            let mut c: Vec<i64> = members
+                .iter()
+                .flat_map(|&k| {
+                    let o = origins[k].0[l];
+                    [o, o + group[k].loops[l].extent as i64]
+                })
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            cuts.push(c);
+        }
+        let count = cuts
+            .iter()
+            .try_fold(1usize, |n, c| n.checked_mul(c.len().saturating_sub(1)))?;
+        if count > MAX_CELLS {
+            return None;
+        }
+        // Every cell, levels in loop order, last level fastest.
+        let mut index = vec![0usize; levels];
+        'cells: loop {
+            if cuts.iter().all(|c| c.len() >= 2) {
+                let lo: Vec<i64> = (0..levels).map(|l| cuts[l][index[l]]).collect();
+                let hi: Vec<i64> = (0..levels).map(|l| cuts[l][index[l] + 1]).collect();
+                let covering: Vec<usize> = members
+                    .iter()
+                    .copied()
+                    .filter(|&k| {
+                        (0..levels).all(|l| {
+                            let o = origins[k].0[l];
+                            o <= lo[l] && hi[l] <= o + group[k].loops[l].extent as i64
+                        })
+                    })
+                    .collect();
+                if !covering.is_empty() {
+                    let dst_offset = (0..levels).try_fold(phase, |acc, l| {
+                        acc.checked_add(lo[l].checked_mul(group[0].loops[l].dst_stride)?)
+                    })?;
+                    let terms: Vec<i64> = covering
+                        .iter()
+                        .map(|&k| {
+                            (0..levels).try_fold(group[k].src_offset, |acc, l| {
+                                let d = lo[l] - origins[k].0[l];
+                                acc.checked_add(d.checked_mul(group[k].loops[l].src_stride)?)
+                            })
+                        })
+                        .collect::<Option<_>>()?;
+                    let loops: Vec<Loop> = (0..levels)
+                        .map(|l| Loop {
+                            extent: (hi[l] - lo[l]) as u64,
+                            ..group[0].loops[l]
+                        })
+                        .collect();
+                    match nest(&terms).filter(|_| terms.len() as u64 <= MAX_TERMS) {
+                        Some((first, reductions)) => {
+                            summed |= !reductions.is_empty();
+                            out.push(LoopStmt {
+                                action: LoopAction::Accumulate,
+                                bytes: group[0].bytes,
+                                src_offset: first,
+                                dst_offset,
+                                loops: loops.into_iter().chain(reductions).collect(),
+                            });
+                        }
+                        None => out.extend(terms.iter().map(|&t| LoopStmt {
+                            action: LoopAction::Accumulate,
+                            bytes: group[0].bytes,
+                            src_offset: t,
+                            dst_offset,
+                            loops: loops.clone(),
+                        })),
+                    }
+                }
+            }
+            // Next cell.
+            let mut l = levels;
+            loop {
+                if l == 0 {
+                    break 'cells;
+                }
+                l -= 1;
+                index[l] += 1;
+                if index[l] + 1 < cuts[l].len() {
+                    break;
+                }
+                index[l] = 0;
+            }
+        }
+    }
+    // The largest cells first: Col2Im's interior reads whole lines of every contribution, so
+    // the thin edge cells after it find them in cache instead of sweeping the source in a
+    // strided pass of their own. Cells are disjoint, so their order is free; a cell kept as
+    // several statements has them all with one key, and the sort is stable.
+    out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
+    summed.then_some(out)
+}
+
+/// `terms` as the first offset and reduction loops (outermost first) that enumerate exactly
+/// these offsets in this order, or `None` when they are not such a nest.
+fn nest(terms: &[i64]) -> Option<(i64, Vec<Loop>)> {
+    let n = terms.len();
+    if n == 1 {
+        return Some((terms[0], Vec::new()));
+    }
+    // The innermost loop: `inner` terms stepping by `step`, largest first.
+    for inner in (2..=n).rev().filter(|d| n.is_multiple_of(*d)) {
+        let step = terms[1].checked_sub(terms[0])?;
+        let chunks_match = terms
+            .chunks(inner)
+            .all(|c| c.windows(2).all(|w| w[1].checked_sub(w[0]) == Some(step)));
+        if !chunks_match {
+            continue;
+        }
+        let starts: Vec<i64> = terms.iter().step_by(inner).copied().collect();
+        if let Some((first, mut loops)) = nest(&starts) {
+            loops.push(Loop {
+                extent: inner as u64,
+                src_stride: step,
+                dst_stride: 0,
+            });
+            return Some((first, loops));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nest;
+
+    #[test]
+    fn nests_of_offsets() {
+        let (first, loops) = nest(&[10, 13, 16, 110, 113, 116]).unwrap();
+        assert_eq!(first, 10);
+        assert_eq!(
+            loops
+                .iter()
+                .map(|l| (l.extent, l.src_stride))
+                .collect::<Vec<_>>(),
+            [(2, 100), (3, 3)]
+        );
+        assert!(nest(&[0, 1, 3]).is_none());
+        assert_eq!(nest(&[7]).unwrap(), (7, Vec::new()));
+    }
+}
