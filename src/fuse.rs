@@ -1,4 +1,5 @@
-//! Fusing a chain of copy ops into one kernel, and compiling any index-map kernel.
+//! Fusing a chain of copy ops into one kernel, and compiling any kernel given as IR
+//! ([`compile_kernel`] for index-map IR, [`compile_loops`] for loop IR).
 //!
 //! Most ops lower to a *gather* over their output: an optional zero fill of the whole output,
 //! then one copy `dst[d] = src[f(d)]`, guarded by `lo <= c(d) < hi` where the source index
@@ -17,7 +18,9 @@
 
 use crate::analysis::{self, Movement};
 use crate::{Element, Error, Op, OpError, Stages};
-use relayout_ir::{Action, AffineExpr, Constraint, Kernel, Stmt, TensorType, VerifyError};
+use relayout_ir::{
+    Action, AffineExpr, Constraint, Kernel, LoopKernel, Stmt, TensorType, VerifyError,
+};
 use relayout_jit::CompiledKernel;
 use std::sync::Arc;
 
@@ -52,9 +55,6 @@ pub enum FuseError {
     /// The composed kernel fails verification: a bug in the composition, never in the input.
     #[error("the fused kernel fails verification:\n{0}")]
     Verify(VerifyError),
-    /// Simplifying or compiling the fused kernel failed.
-    #[error(transparent)]
-    Compile(#[from] Error),
 }
 
 impl FuseError {
@@ -63,7 +63,6 @@ impl FuseError {
     pub fn category(&self) -> Option<&'static str> {
         match self {
             FuseError::Op { source, .. } => Some(source.category()),
-            FuseError::Compile(e) => e.category(),
             _ => None,
         }
     }
@@ -136,7 +135,9 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
 /// Fuses `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
-/// Ops in gather form can be fused; see the [module documentation](self).
+/// Ops in gather form can be fused; see the [module documentation](self). A chain that cannot
+/// be fused is an [`Error::Chain`] that says why; simplifying or compiling the fused kernel
+/// fails with the same errors as [`compile`](crate::compile).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
@@ -168,8 +169,9 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
 /// };
 /// let err = compile_chain(&[col2im], &TensorType::new(DType::F32, [1, 4, 4])).err().unwrap();
 /// assert!(err.to_string().contains("scatter-add"));
+/// assert!(matches!(err, relayout::Error::Chain(relayout::FuseError::NotFusable { index: 0, .. })));
 /// ```
-pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseError> {
+pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, Error> {
     let kernel = fuse_chain(ops, input)?;
     Ok(compile_fused(ops.to_vec(), kernel)?)
 }
@@ -182,6 +184,79 @@ pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseErro
 /// chain twice generates code once.
 pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
     compile_fused(Vec::new(), kernel)
+}
+
+/// Compiles a loop kernel as it is, with no pass: hand-written loop IR, or what `relayout opt`
+/// printed. The verifier must prove every access in bounds first, as for every kernel.
+///
+/// ```
+/// use relayout::compile_loops;
+/// use relayout::ir::parse_loop_kernel;
+///
+/// // Swap the two 4-byte halves of an 8-byte tensor.
+/// let loops = parse_loop_kernel(
+///     "loops @swap(%src: tensor<2xf32>) -> (%dst: tensor<2xf32>) {\n\
+///        copy 4 bytes %dst[4 - 4 * i0] = %src[4 * i0]\n\
+///          for i0 in 0 to 2\n\
+///      }\n",
+/// )?;
+/// let kernel = compile_loops(loops)?;
+/// let src: Vec<u8> = (1..=8).collect();
+/// assert_eq!(kernel.run_to_vec(&src)?, [5, 6, 7, 8, 1, 2, 3, 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn compile_loops(loops: LoopKernel) -> Result<CompiledLoops, Error> {
+    let kernel = crate::cache::code_for(&loops)?;
+    Ok(CompiledLoops { loops, kernel })
+}
+
+/// A loop kernel compiled by [`compile_loops`]. Cloning is cheap.
+#[derive(Clone)]
+pub struct CompiledLoops {
+    loops: LoopKernel,
+    kernel: Arc<CompiledKernel>,
+}
+
+impl CompiledLoops {
+    /// The loop kernel that was compiled.
+    pub fn loops(&self) -> &LoopKernel {
+        &self.loops
+    }
+
+    /// The type of the tensor the kernel reads.
+    pub fn input_type(&self) -> &TensorType {
+        &self.loops.src
+    }
+
+    /// The type of the tensor the kernel writes.
+    pub fn output_type(&self) -> &TensorType {
+        &self.loops.dst
+    }
+
+    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
+    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
+        Ok(self.kernel.run(src, dst)?)
+    }
+
+    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
+    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
+        Ok(self.kernel.run_threaded(src, dst, threads)?)
+    }
+
+    /// Runs the kernel into a new buffer.
+    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
+        let mut dst = crate::zeroed_buffer(self.output_type())?;
+        self.run(src, &mut dst)?;
+        Ok(dst)
+    }
+}
+
+impl std::fmt::Debug for CompiledLoops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledLoops")
+            .field("loops", &self.loops)
+            .finish()
+    }
 }
 
 fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {

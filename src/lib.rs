@@ -1,8 +1,9 @@
 //! # relayout
 //!
 //! relayout compiles tensor relayout ops (TensorFlow's SpaceToDepth, DepthToSpace,
-//! SpaceToBatch(ND), BatchToSpace(ND) and ONNX's DepthToSpace and Col2Im) into machine code
-//! specialised for one fixed shape and element type, and can show every step on the way.
+//! SpaceToBatch(ND), BatchToSpace(ND), ONNX's DepthToSpace and Col2Im, and the ops around them:
+//! Transpose, Pad, Slice, Tile, Reshape and Im2Col) into machine code specialised for one fixed
+//! shape and element type, and can show every step on the way.
 //!
 //! ## The model
 //!
@@ -25,7 +26,9 @@
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
 //! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be fused into
-//! one index-map kernel before stage 2 ([`compile_chain`]).
+//! one index-map kernel before stage 2 ([`compile_chain`]). IR text, hand-written or printed
+//! by a pass ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is
+//! with [`compile_loops`].
 //!
 //! ## The API
 //!
@@ -121,7 +124,7 @@
 //! // then input (1, 1), which is 8.
 //! assert_eq!(&out[..4], &[0, 0, 0, 8]);
 //! println!("{}", fused.stages().loops);
-//! # Ok::<(), relayout::FuseError>(())
+//! # Ok::<(), relayout::Error>(())
 //! ```
 //!
 //! Everything is safe to call from any thread: compiled code is shared behind an `Arc`, and
@@ -147,15 +150,24 @@ mod tensor_text;
 pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
-pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
+pub use fuse::{
+    compile_chain, compile_kernel, compile_loops, fuse_chain, CompiledLoops, FuseError, FusedOp,
+};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_codegen::Helper;
+/// The two IRs (index-map [`Kernel`], loop [`LoopKernel`]),
+/// element and tensor types, the printer, parser, verifier and interpreter: the crate
+/// `relayout-ir`, documented here so that `cargo doc -p relayout --no-deps` shows it.
+#[doc(inline)]
 pub use relayout_ir as ir;
 pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     PadMode, PadValue, OP_NAMES,
 };
+/// The passes, their registry, pipeline strings and the pass manager: the crate
+/// `relayout-passes`, documented here as [`ir`] is.
+#[doc(inline)]
 pub use relayout_passes as passes;
 pub use tensor_text::{format_element, format_tensor};
 
@@ -195,6 +207,10 @@ pub enum Error {
     /// IR text given to [`opt`] does not parse.
     #[error(transparent)]
     Parse(#[from] relayout_ir::ParseError),
+    /// [`compile_chain`] was given a chain it cannot fuse, or an op of the chain is invalid for
+    /// the type the chain gives it ([`Error::category`] is then the op's category).
+    #[error(transparent)]
+    Chain(#[from] FuseError),
 }
 
 /// Why [`opt`] or [`opt_with`] failed: the error, and the IR dumps printed before it (empty
@@ -246,6 +262,7 @@ impl Error {
     pub fn category(&self) -> Option<&'static str> {
         match self {
             Error::Op(e) => Some(e.category()),
+            Error::Chain(e) => e.category(),
             _ => None,
         }
     }

@@ -3,8 +3,8 @@
 
 use relayout::ir::{DType, TensorType};
 use relayout::{
-    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, FuseError, Movement, Op,
-    PadMode, PadValue,
+    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, Error, FuseError, Movement,
+    Op, PadMode, PadValue,
 };
 
 #[path = "support/ops.rs"]
@@ -286,11 +286,11 @@ fn col2im_is_refused_wherever_it_is() {
     let before = [s2b(&[1], &[[0, 0]]), col2im.clone()];
     for (ops, index) in [(vec![col2im.clone()], 0), (before.to_vec(), 1)] {
         match compile_chain(&ops, &input) {
-            Err(FuseError::NotFusable {
+            Err(Error::Chain(FuseError::NotFusable {
                 index: i,
                 op,
                 reason,
-            }) => {
+            })) => {
                 assert_eq!((i, op), (index, "Col2Im"));
                 assert!(reason.contains("scatter-add"), "{reason}");
             }
@@ -311,7 +311,10 @@ fn invalid_ops_and_empty_chains_are_errors() {
         d2s(4, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
     ];
     let err = compile_chain(&ops, &t(DType::F32, &[1, 2, 2, 1])).unwrap_err();
-    assert!(matches!(err, FuseError::Op { index: 1, .. }), "{err}");
+    assert!(
+        matches!(err, Error::Chain(FuseError::Op { index: 1, .. })),
+        "{err}"
+    );
     assert_eq!(err.category(), Some("not_divisible"), "{err}");
     assert!(err.to_string().contains("tensor<1x1x1x4xf32>"), "{err}");
 }
@@ -500,7 +503,7 @@ fn slices_of_zero_pads_fuse_and_piecewise_ops_are_refused() {
     ] {
         let err = compile_chain(&[refused, slice.clone()], &input).unwrap_err();
         assert!(
-            matches!(err, FuseError::NotFusable { index: 0, .. }),
+            matches!(err, Error::Chain(FuseError::NotFusable { index: 0, .. })),
             "{err}"
         );
     }
