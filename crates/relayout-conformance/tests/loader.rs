@@ -217,7 +217,8 @@ fn unknown_keys_are_errors() {
     ));
     assert!(message.contains("unknown key `strides`"), "{message}");
     let tolerance = r#"{"name": "t", "op": "Col2Im", "attrs": {},
-        "input": {"dtype": "float32", "shape": [1]}, "error": "bad_rank",
+        "input": {"dtype": "float32", "shape": [1], "data": [1]},
+        "output": {"dtype": "float32", "shape": [1], "data": [1]},
         "tolerance": {"rtol": 0, "atol": 0, "ulp": 1}}"#;
     let (kind, message) = load_error(tolerance);
     assert_eq!(kind, LoadErrorKind::Schema);
