@@ -196,7 +196,7 @@ pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
 /// // Swap the two 4-byte halves of an 8-byte tensor.
 /// let loops = parse_loop_kernel(
 ///     "loops @swap(%src: tensor<2xf32>) -> (%dst: tensor<2xf32>) {\n\
-///        copy 4 bytes %dst[4 - 4 * i0] = %src[4 * i0]\n\
+///        copy 4 bytes %dst[4 - 4 * i0] = %src[0 + 4 * i0]\n\
 ///          for i0 in 0 to 2\n\
 ///      }\n",
 /// )?;
