@@ -173,7 +173,7 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
 /// ```
 pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, Error> {
     let kernel = fuse_chain(ops, input)?;
-    Ok(compile_fused(ops.to_vec(), kernel)?)
+    compile_fused(ops.to_vec(), kernel)
 }
 
 /// Simplifies, verifies and JIT-compiles any index-map kernel with the default pipeline, as

@@ -119,6 +119,9 @@ fn report(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A compiled kernel's run on the source bytes into the destination bytes.
+type Runner = Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), relayout::Error>>;
+
 /// `run --ir FILE`: compiles the kernel of the IR text (index-map IR through the default
 /// pipeline, loop IR as it is) and runs it on the --input file, which must hold its source type.
 fn run_ir(
@@ -154,10 +157,7 @@ fn run_ir(
     npy::descr(src.dtype)?;
     let in_ir = |e: relayout::Error| format!("{}: {e}", ir.display());
     let start = std::time::Instant::now();
-    let (out_ty, compiled): (
-        TensorType,
-        Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), relayout::Error>>,
-    ) = match kernel {
+    let (out_ty, compiled): (TensorType, Runner) = match kernel {
         AnyKernel::Index(k) => {
             let c = relayout::compile_kernel(k).map_err(in_ir)?;
             let threads = args.threads;
