@@ -297,6 +297,26 @@ pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
     Ok(relayout_codegen::clif_text(loops)?)
 }
 
+/// One line per statement of `loops` on what code generation makes of it: 16-byte shuffle
+/// blocks, streaming stores, vector runs, libc calls or scalar moves (what `relayout lower
+/// --emit clif` prints as a `; codegen:` comment above each function).
+///
+/// ```
+/// use relayout::ir::{DType, TensorType};
+/// use relayout::{lower, DataFormat, Op};
+///
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let stages = lower(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]))?;
+/// // Its runs of 8 bytes are interleaved in registers.
+/// assert!(relayout::codegen_notes(&stages.loops)[0].contains("shuffle blocks"));
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn codegen_notes(loops: &LoopKernel) -> Vec<String> {
+    (0..loops.stmts.len())
+        .filter_map(|i| relayout_codegen::describe(loops, i))
+        .collect()
+}
+
 /// Cranelift's listing of the machine instructions each function of a loop kernel compiles
 /// to on this machine (its VCode, after register allocation): real registers and mnemonics in
 /// Cranelift's notation, available in every build. See [`asm_text`] for the disassembly.

@@ -252,3 +252,19 @@ fn dumps_of_ir_text_given_to_lower() {
     assert!(out.contains("// ----- Cranelift IR ----- //\n"), "{out}");
     assert!(out.contains("function %space_to_depth_0"), "{out}");
 }
+
+#[test]
+fn the_clif_says_what_codegen_made_of_each_statement() {
+    let out = stdout(&relayout(&["lower", S2D, "--emit", "clif"], ""));
+    // The statement, then codegen's decision, then the function.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("function %space_to_depth_0"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        lines[at - 1].starts_with("; codegen: 16-byte shuffle blocks"),
+        "{out}"
+    );
+    assert!(lines[at - 2].starts_with("; for i0"), "{out}");
+}
