@@ -144,7 +144,7 @@ pub enum Emit {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Lower an op and print its IR: the lowered index-map IR, the loop IR and the CLIF.
+    /// Lower an op (or IR text, with --ir) and print its IR: the index-map IR, the loop IR and the CLIF.
     #[command(after_help = LOWER_EXAMPLES)]
     Lower {
         /// The op, e.g. 'DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x3x3xf32>'.
@@ -212,7 +212,8 @@ enum Command {
     Aot(aot::AotArgs),
 }
 
-/// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`.
+/// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`. In `lower`, the stages
+/// that --emit names follow the dumps.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct PrintFlags {
     /// Print the IR after every pass, with MLIR-style headers.
