@@ -12,7 +12,7 @@
 //! It does not draw large tensors: shapes beyond [`MAX_DRAWN_ELEMENTS`] elements are refused
 //! with an error that says so, since a picture of thousands of cells explains nothing.
 
-use crate::{compile, compile_chain, Error, FuseError, Op};
+use crate::{compile, compile_chain, Error, Op};
 use relayout_ir::{DType, TensorType};
 use std::fmt::Write;
 
@@ -49,16 +49,16 @@ const CHAR_WIDTH: u64 = 7;
 /// assert!(svg.starts_with("<svg"));
 /// // Output element 1 comes from input element 1 (flat index, row-major).
 /// assert!(svg.contains(">1</text>"));
-/// # Ok::<(), relayout::FuseError>(())
+/// # Ok::<(), relayout::Error>(())
 /// ```
-pub fn explain_svg(ops: &[Op], input: &TensorType) -> Result<String, FuseError> {
+pub fn explain_svg(ops: &[Op], input: &TensorType) -> Result<String, Error> {
     let name = ops
         .iter()
         .map(|op| op.name())
         .collect::<Vec<_>>()
         .join(" then ");
     let indexed = TensorType::new(DType::U32, input.shape.clone());
-    let too_large = |what: &str, ty: &TensorType| -> Result<usize, FuseError> {
+    let too_large = |what: &str, ty: &TensorType| -> Result<usize, Error> {
         let n = ty
             .num_elements()
             .map_err(|e| Error::Options(e.to_string()))?;
@@ -66,8 +66,7 @@ pub fn explain_svg(ops: &[Op], input: &TensorType) -> Result<String, FuseError> 
             return Err(Error::Options(format!(
                 "{name} on {input}: the {what} ({ty}) has {n} elements, too many to draw (at \
                  most {MAX_DRAWN_ELEMENTS}); explain the op on a smaller shape"
-            ))
-            .into());
+            )));
         }
         Ok(n as usize)
     };

@@ -1,5 +1,5 @@
-//! Chains: a list of ops applied one after another, compiled into one kernel, and compiling
-//! any index-map kernel.
+//! Chains: a list of ops applied one after another, compiled into one kernel; and compiling
+//! any kernel given as IR ([`compile_kernel`] for index-map IR, [`compile_loops`] for loop IR).
 //!
 //! Each op is lowered for the type the previous one produces, and the kernels are composed by
 //! [`relayout_passes::Chain`]: where an op copies `mid[g(e)]`, the composed kernel does what
@@ -17,7 +17,7 @@
 
 use crate::analysis::{self, Movement};
 use crate::{Element, Error, Op, OpError, Stages};
-use relayout_ir::{Kernel, TensorType, VerifyError};
+use relayout_ir::{Kernel, LoopKernel, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
 use relayout_passes::{Chain, ComposeError};
 use std::sync::Arc;
@@ -54,9 +54,6 @@ pub enum FuseError {
     /// The composed kernel fails verification: a bug in the composition, never in the input.
     #[error("the fused kernel fails verification:\n{0}")]
     Verify(VerifyError),
-    /// Simplifying or compiling the fused kernel failed.
-    #[error(transparent)]
-    Compile(#[from] Error),
 }
 
 impl FuseError {
@@ -65,7 +62,6 @@ impl FuseError {
     pub fn category(&self) -> Option<&'static str> {
         match self {
             FuseError::Op { source, .. } => Some(source.category()),
-            FuseError::Compile(e) => e.category(),
             _ => None,
         }
     }
@@ -144,7 +140,9 @@ fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
 /// Every op but Col2Im can be in a chain, Im2Col only as the last op; see the
-/// [module documentation](self).
+/// [module documentation](self). A chain that cannot be fused is an [`Error::Chain`] that says
+/// why; simplifying or compiling the fused kernel fails with the same errors as
+/// [`compile`](crate::compile).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
@@ -176,10 +174,11 @@ fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
 /// };
 /// let err = compile_chain(&[col2im], &TensorType::new(DType::F32, [1, 4, 4])).err().unwrap();
 /// assert!(err.to_string().contains("scatter-add"));
+/// assert!(matches!(err, relayout::Error::Chain(relayout::FuseError::NotFusable { index: 0, .. })));
 /// ```
-pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseError> {
+pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, Error> {
     let kernel = fuse_chain(ops, input)?;
-    Ok(compile_fused(ops.to_vec(), kernel)?)
+    compile_fused(ops.to_vec(), kernel)
 }
 
 /// Simplifies, verifies and JIT-compiles any index-map kernel with the default pipeline, as
@@ -190,6 +189,79 @@ pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, FuseErro
 /// chain twice generates code once.
 pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
     compile_fused(Vec::new(), kernel)
+}
+
+/// Compiles a loop kernel as it is, with no pass: hand-written loop IR, or what `relayout opt`
+/// printed. The verifier must prove every access in bounds first, as for every kernel.
+///
+/// ```
+/// use relayout::compile_loops;
+/// use relayout::ir::parse_loop_kernel;
+///
+/// // Swap the two 4-byte halves of an 8-byte tensor.
+/// let loops = parse_loop_kernel(
+///     "loops @swap(%src: tensor<2xf32>) -> (%dst: tensor<2xf32>) {\n\
+///        copy 4 bytes %dst[4 - 4 * i0] = %src[0 + 4 * i0]\n\
+///          for i0 in 0 to 2\n\
+///      }\n",
+/// )?;
+/// let kernel = compile_loops(loops)?;
+/// let src: Vec<u8> = (1..=8).collect();
+/// assert_eq!(kernel.run_to_vec(&src)?, [5, 6, 7, 8, 1, 2, 3, 4]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn compile_loops(loops: LoopKernel) -> Result<CompiledLoops, Error> {
+    let kernel = crate::cache::code_for(&loops)?;
+    Ok(CompiledLoops { loops, kernel })
+}
+
+/// A loop kernel compiled by [`compile_loops`]. Cloning is cheap.
+#[derive(Clone)]
+pub struct CompiledLoops {
+    loops: LoopKernel,
+    kernel: Arc<CompiledKernel>,
+}
+
+impl CompiledLoops {
+    /// The loop kernel that was compiled.
+    pub fn loops(&self) -> &LoopKernel {
+        &self.loops
+    }
+
+    /// The type of the tensor the kernel reads.
+    pub fn input_type(&self) -> &TensorType {
+        &self.loops.src
+    }
+
+    /// The type of the tensor the kernel writes.
+    pub fn output_type(&self) -> &TensorType {
+        &self.loops.dst
+    }
+
+    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
+    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
+        Ok(self.kernel.run(src, dst)?)
+    }
+
+    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
+    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
+        Ok(self.kernel.run_threaded(src, dst, threads)?)
+    }
+
+    /// Runs the kernel into a new buffer.
+    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
+        let mut dst = crate::zeroed_buffer(self.output_type())?;
+        self.run(src, &mut dst)?;
+        Ok(dst)
+    }
+}
+
+impl std::fmt::Debug for CompiledLoops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledLoops")
+            .field("loops", &self.loops)
+            .finish()
+    }
 }
 
 fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {

@@ -1,8 +1,9 @@
 //! # relayout
 //!
 //! relayout compiles tensor relayout ops (TensorFlow's SpaceToDepth, DepthToSpace,
-//! SpaceToBatch(ND), BatchToSpace(ND) and ONNX's DepthToSpace and Col2Im) into machine code
-//! specialised for one fixed shape and element type, and can show every step on the way.
+//! SpaceToBatch(ND), BatchToSpace(ND), ONNX's DepthToSpace and Col2Im, and the ops around them:
+//! Transpose, Pad, Slice, Tile, Reshape and Im2Col) into machine code specialised for one fixed
+//! shape and element type, and can show every step on the way.
 //!
 //! ## The model
 //!
@@ -25,7 +26,9 @@
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
 //! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be fused into
-//! one index-map kernel before stage 2 ([`compile_chain`]).
+//! one index-map kernel before stage 2 ([`compile_chain`]). IR text, hand-written or printed
+//! by a pass ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is
+//! with [`compile_loops`].
 //!
 //! ## The API
 //!
@@ -121,7 +124,7 @@
 //! // then input (1, 1), which is 8.
 //! assert_eq!(&out[..4], &[0, 0, 0, 8]);
 //! println!("{}", fused.stages().loops);
-//! # Ok::<(), relayout::FuseError>(())
+//! # Ok::<(), relayout::Error>(())
 //! ```
 //!
 //! Everything is safe to call from any thread: compiled code is shared behind an `Arc`, and
@@ -148,15 +151,24 @@ mod tensor_text;
 pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
 pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
-pub use fuse::{compile_chain, compile_kernel, fuse_chain, FuseError, FusedOp};
+pub use fuse::{
+    compile_chain, compile_kernel, compile_loops, fuse_chain, CompiledLoops, FuseError, FusedOp,
+};
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_codegen::Helper;
+/// The two IRs (index-map [`Kernel`], loop [`LoopKernel`]),
+/// element and tensor types, the printer, parser, verifier and interpreter: the crate
+/// `relayout-ir`, documented here so that `cargo doc -p relayout --no-deps` shows it.
+#[doc(inline)]
 pub use relayout_ir as ir;
 pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     PadMode, PadValue, OP_NAMES,
 };
+/// The passes, their registry, pipeline strings and the pass manager: the crate
+/// `relayout-passes`, documented here as [`ir`] is.
+#[doc(inline)]
 pub use relayout_passes as passes;
 pub use tensor_text::{format_element, format_tensor};
 
@@ -196,6 +208,10 @@ pub enum Error {
     /// IR text given to [`opt`] does not parse.
     #[error(transparent)]
     Parse(#[from] relayout_ir::ParseError),
+    /// [`compile_chain`] was given a chain it cannot fuse, or an op of the chain is invalid for
+    /// the type the chain gives it ([`Error::category`] is then the op's category).
+    #[error(transparent)]
+    Chain(#[from] FuseError),
 }
 
 /// Why [`opt`] or [`opt_with`] failed: the error, and the IR dumps printed before it (empty
@@ -247,6 +263,7 @@ impl Error {
     pub fn category(&self) -> Option<&'static str> {
         match self {
             Error::Op(e) => Some(e.category()),
+            Error::Chain(e) => e.category(),
             _ => None,
         }
     }
@@ -279,6 +296,26 @@ pub fn lower(op: &Op, input: &TensorType) -> Result<Stages, Error> {
 /// is generated for a fixed 64-bit System V target), so it is fit for snapshot tests.
 pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
     Ok(relayout_codegen::clif_text(loops)?)
+}
+
+/// One line per statement of `loops` on what code generation makes of it: 16-byte shuffle
+/// blocks, streaming stores, vector runs, libc calls or scalar moves (what `relayout lower
+/// --emit clif` prints as a `; codegen:` comment above each function).
+///
+/// ```
+/// use relayout::ir::{DType, TensorType};
+/// use relayout::{lower, DataFormat, Op};
+///
+/// let op = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
+/// let stages = lower(&op, &TensorType::new(DType::F32, [1, 4, 4, 1]))?;
+/// // Its runs of 8 bytes are interleaved in registers.
+/// assert!(relayout::codegen_notes(&stages.loops)[0].contains("shuffle blocks"));
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn codegen_notes(loops: &LoopKernel) -> Vec<String> {
+    (0..loops.stmts.len())
+        .filter_map(|i| relayout_codegen::describe(loops, i))
+        .collect()
 }
 
 /// Cranelift's listing of the machine instructions each function of a loop kernel compiles

@@ -23,7 +23,7 @@ const PICTURES: &[(&str, &str)] = &[
     ),
 ];
 
-fn svg(spec: &str) -> Result<String, relayout::FuseError> {
+fn svg(spec: &str) -> Result<String, relayout::Error> {
     let spec = parse_op_spec(spec).unwrap();
     let op = Op::from_attrs(&spec.name, &spec.attrs).unwrap();
     explain_svg(&[op], &spec.input)

@@ -3,8 +3,8 @@
 
 use relayout::ir::{DType, TensorType};
 use relayout::{
-    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, FuseError, Movement, Op,
-    PadMode, PadValue,
+    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, Error, FuseError, Movement,
+    Op, PadMode, PadValue,
 };
 
 #[path = "support/ops.rs"]
@@ -286,11 +286,11 @@ fn col2im_is_refused_wherever_it_is() {
     let before = [s2b(&[1], &[[0, 0]]), col2im.clone()];
     for (ops, index) in [(vec![col2im.clone()], 0), (before.to_vec(), 1)] {
         match compile_chain(&ops, &input) {
-            Err(FuseError::NotFusable {
+            Err(Error::Chain(FuseError::NotFusable {
                 index: i,
                 op,
                 reason,
-            }) => {
+            })) => {
                 assert_eq!((i, op), (index, "Col2Im"));
                 assert!(reason.contains("scatter-add"), "{reason}");
             }
@@ -311,7 +311,10 @@ fn invalid_ops_and_empty_chains_are_errors() {
         d2s(4, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
     ];
     let err = compile_chain(&ops, &t(DType::F32, &[1, 2, 2, 1])).unwrap_err();
-    assert!(matches!(err, FuseError::Op { index: 1, .. }), "{err}");
+    assert!(
+        matches!(err, Error::Chain(FuseError::Op { index: 1, .. })),
+        "{err}"
+    );
     assert_eq!(err.category(), Some("not_divisible"), "{err}");
     assert!(err.to_string().contains("tensor<1x1x1x4xf32>"), "{err}");
 }
@@ -541,7 +544,7 @@ fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
             assert!(fused.stages().lowered.stmts.len() <= 256);
             check_chain(&ops, &input, &mut rng);
         }
-        Err(FuseError::NotFusable { reason, .. }) => {
+        Err(Error::Chain(FuseError::NotFusable { reason, .. })) => {
             assert!(reason.contains("statements"), "{reason}")
         }
         Err(other) => panic!("{other}"),
@@ -568,7 +571,7 @@ fn im2col_ends_a_chain_but_cannot_feed_one() {
     let nchw = t(DType::F32, &[2, 3, 5, 6]);
     let err = compile_chain(&[im2col, transpose(&[0, 2, 1])], &nchw).unwrap_err();
     match err {
-        FuseError::NotFusable { index, op, reason } => {
+        Error::Chain(FuseError::NotFusable { index, op, reason }) => {
             assert_eq!((index, op), (0, "Im2Col"));
             assert!(reason.contains("scatters"), "{reason}");
         }

@@ -869,7 +869,9 @@ fn compile_chain(
     let fused = relayout::compile_chain(&chain, &input).map_err(|e| match e.category() {
         Some(category) => op_error(py, e.to_string(), Some(category)),
         None => match e {
-            relayout::FuseError::EmptyChain | relayout::FuseError::NotFusable { .. } => {
+            relayout::Error::Chain(
+                relayout::FuseError::EmptyChain | relayout::FuseError::NotFusable { .. },
+            ) => {
                 PyValueError::new_err(e.to_string())
             }
             other => PyRuntimeError::new_err(other.to_string()),

@@ -90,60 +90,55 @@ pub fn lower(
                 .into(),
         );
     }
-    let pipeline = passes
+    let given = passes
         .map(relayout::passes::Pipeline::parse)
         .transpose()
         .map_err(|e| e.to_string())?;
-    let stages = match source.ir {
+    // Where the pipeline starts: the op's lowered IR (named by the op, for the dumps), or IR
+    // text at its own level.
+    let (start, op_name, file) = match source.ir {
         Some(file) => {
             let text = read_text(&file)?;
             let ir = relayout::ir::parse_any(&text)
                 .map_err(|e| format!("{}: {}", file.display(), e.render(&text)))?;
-            let pipeline = match (&ir, pipeline) {
-                (_, Some(p)) => p,
-                (relayout::ir::AnyKernel::Index(_), None) => relayout::passes::default_pipeline(),
-                (relayout::ir::AnyKernel::Loops(_), None) => {
-                    relayout::passes::Pipeline::parse("").map_err(|e| e.to_string())?
-                }
-            };
-            run_pipeline(ir, pipeline).map_err(|e| format!("{}: {e}", file.display()))?
+            (ir, None, Some(file))
         }
         None => {
             let (op, input) = read_op(source.op, source.case)?;
-            let selection = print.selection();
-            if !selection.is_none() {
-                return match relayout::print_after(&op, &input, &selection) {
-                    Ok(text) => {
-                        print!("{text}");
-                        Ok(ExitCode::SUCCESS)
-                    }
-                    Err((text, e)) => {
-                        print!("{text}");
-                        Err(e.to_string())
-                    }
-                };
-            }
-            match pipeline {
-                Some(p) => {
-                    let lowered = op.lower(&input).map_err(|e| e.to_string())?;
-                    run_pipeline(relayout::ir::AnyKernel::Index(lowered), p)?
-                }
-                None => {
-                    let s = relayout::lower(&op, &input).map_err(|e| e.to_string())?;
-                    LowerStages {
-                        lowered: Some(s.lowered),
-                        optimized: Some(s.optimized),
-                        loops: Some(s.loops),
-                    }
-                }
-            }
+            let lowered = op.lower(&input).map_err(|e| e.to_string())?;
+            (
+                relayout::ir::AnyKernel::Index(lowered),
+                Some(op.name()),
+                None,
+            )
         }
     };
+    let in_file = |e: String| match &file {
+        Some(f) => format!("{}: {e}", f.display()),
+        None => e,
+    };
+    let pipeline = match (&start, given) {
+        (_, Some(p)) => p,
+        (relayout::ir::AnyKernel::Index(_), None) => relayout::passes::default_pipeline(),
+        (relayout::ir::AnyKernel::Loops(_), None) => {
+            relayout::passes::Pipeline::parse("").map_err(|e| e.to_string())?
+        }
+    };
+    let selection = print.selection();
+    let dumping = !selection.is_none();
+    if dumping {
+        print_dumps(&start, op_name, &pipeline, &selection).map_err(in_file)?;
+        if emit.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let stages = run_pipeline(start, pipeline).map_err(in_file)?;
     let all = [Emit::Lowered, Emit::Index, Emit::Loop, Emit::Clif];
+    // Headers separate the stages when there are several, and the stages from the dumps.
     let (wanted, headers) = if emit.is_empty() {
         (&all[..], true)
     } else {
-        (emit, emit.len() > 1)
+        (emit, emit.len() > 1 || dumping)
     };
     for &stage in wanted {
         let (title, text) = stage_text(&stages, stage, emit.is_empty())?;
@@ -155,6 +150,37 @@ pub fn lower(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the IR dumps `selection` picks from a run of `pipeline` on `start`, after the
+/// lowered IR with a `Lowering` header when `start` is an op's lowering (`op_name`). When a
+/// pass fails, the dumps up to it are printed and its error returned.
+fn print_dumps(
+    start: &relayout::ir::AnyKernel,
+    op_name: Option<&str>,
+    pipeline: &relayout::passes::Pipeline,
+    selection: &relayout::PrintAfter,
+) -> Result<(), String> {
+    use relayout::ir::AnyKernel;
+    let text = match start {
+        AnyKernel::Index(k) => k.to_string(),
+        AnyKernel::Loops(k) => k.to_string(),
+    };
+    if let Some(name) = op_name {
+        println!("// -----// IR Dump After Lowering ({name}) //----- //\n{text}");
+    }
+    // The same run as `opt` on the printed IR (printing and parsing round-trip), so that
+    // `lower` and `opt` select and print dumps alike.
+    match relayout::opt_with(&text, Some(&pipeline.to_string()), selection) {
+        Ok(dumps) => {
+            print!("{dumps}");
+            Ok(())
+        }
+        Err(e) => {
+            print!("{}", e.output);
+            Err(e.error.to_string())
+        }
+    }
 }
 
 /// The header title and the text of one stage; `None` text when the input does not have the
@@ -191,10 +217,29 @@ fn stage_text(
             None => missing("index-map IR"),
         },
         Emit::Loop => loops(&|l| Ok(l.to_string()), "loop IR"),
-        Emit::Clif => loops(&|l| relayout::clif_text(l), "Cranelift IR"),
+        Emit::Clif => loops(&annotated_clif, "Cranelift IR"),
         Emit::Vcode => loops(&|l| relayout::vcode_text(l), "machine code (VCode)"),
         Emit::Asm => loops(&|l| relayout::asm_text(l), "machine code (disassembly)"),
     }
+}
+
+/// The CLIF of every statement with a `; codegen:` line above its function on what code
+/// generation made of it (shuffle blocks, streaming stores, vector runs, ...), so that a reader
+/// sees why a statement of short runs runs at memory speed.
+fn annotated_clif(loops: &relayout::ir::LoopKernel) -> Result<String, relayout::Error> {
+    let clif = relayout::clif_text(loops)?;
+    let mut notes = relayout::codegen_notes(loops).into_iter();
+    let mut out = String::with_capacity(clif.len());
+    for line in clif.lines() {
+        if line.starts_with("function ") {
+            if let Some(note) = notes.next() {
+                out.push_str(&format!("; codegen: {note}\n"));
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// The pipeline `--passes` names, or the default one.

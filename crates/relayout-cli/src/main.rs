@@ -37,6 +37,7 @@ Examples:
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop,clif
   relayout lower --ir kernel.ir --emit loop,vcode
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --passes canonicalize,split-dims,linearize --emit loop
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --print-after-change --emit loop
 
 --emit asm needs a build with the disassembler (capstone, which needs a C compiler):
   cargo run --release -p relayout-cli --features disas -- lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit asm";
@@ -73,9 +74,12 @@ Examples:
   python3 -c 'import numpy as np; print(np.load(\"y.npy\"))'
   relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy
   relayout run 'DepthToSpace {block_size = 2}' --input x.npy --time
+  relayout lower 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --emit loop > k.ir
+  relayout run --ir k.ir --input x.npy
 
 An input type given in the op must be the file's dtype and shape; without one, the file's is
-used. Without --output the result is printed.";
+used. A kernel given as IR (--ir) runs on a file of its source type: index-map IR through the
+default pipeline, loop IR as it is. Without --output the result is printed.";
 
 const EXPLAIN_EXAMPLES: &str = "\
 Examples:
@@ -95,7 +99,9 @@ Examples:
   BENCH_THREADS=2 relayout bench bench/suite.json --json > results.jsonl
   relayout bench --op 'SpaceToDepth {block_size = 2} : tensor<8x3x640x640xf32>' --op 'DepthToSpace {block_size = 2} : tensor<1x64x256x256xf32>'
 
---json prints one line per case: {\"case\", \"median_ns\", \"compile_ns\", \"memcpy_ns\", \"threads\", \"reps\", \"ratio\"}.";
+--json prints one line per case: {\"case\", \"median_ns\", \"compile_ns\", \"memcpy_ns\", \"threads\", \"reps\", \"ratio\"}.
+ratio = kernel time / memcpy time of the same output bytes; for Col2Im, which reads several
+times what it writes, of as many bytes as the kernel reads and writes.";
 
 const AOT_EXAMPLES: &str = "\
 Examples:
@@ -140,7 +146,7 @@ pub enum Emit {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Lower an op and print its IR: the lowered index-map IR, the loop IR and the CLIF.
+    /// Lower an op (or IR text, with --ir) and print its IR: the index-map IR, the loop IR and the CLIF.
     #[command(after_help = LOWER_EXAMPLES)]
     Lower {
         /// The op, e.g. 'DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x8x3x3xf32>'.
@@ -188,7 +194,7 @@ enum Command {
         #[arg(short, long)]
         verbose: bool,
     },
-    /// Run an op on a NumPy .npy file and write the result as .npy.
+    /// Run an op, or a kernel given as IR text, on a NumPy .npy file; print the result or write it as .npy.
     #[command(after_help = RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Draw what an op does on a small shape, as SVG: where each output element comes from.
@@ -208,7 +214,8 @@ enum Command {
     Aot(aot::AotArgs),
 }
 
-/// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`.
+/// MLIR-style IR dumps of a pipeline run, shared by `lower` and `opt`. In `lower`, the stages
+/// that --emit names follow the dumps.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct PrintFlags {
     /// Print the IR after every pass, with MLIR-style headers.

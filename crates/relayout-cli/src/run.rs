@@ -1,8 +1,9 @@
 //! `relayout run`: an op on a NumPy .npy file, the result written as .npy.
 //!
 //! The op comes from the command-line syntax (whose input type must be the file's, and may be
-//! left out: then it is the file's) or from a conformance case (whose data is the input when no
-//! file is given). Without --output the result is printed.
+//! left out: then it is the file's), from a conformance case (whose data is the input when no
+//! file is given), or is a kernel given as IR text (index-map IR runs the default pipeline,
+//! loop IR is compiled as it is). Without --output the result is printed.
 
 mod npy;
 
@@ -21,6 +22,10 @@ pub struct RunArgs {
     /// is given.
     #[arg(long, conflicts_with = "op")]
     case: Option<PathBuf>,
+    /// Run a kernel given as IR text instead (index-map or loop IR, as `lower` and `opt`
+    /// print it; - for standard input), on an --input file of its source type.
+    #[arg(long, conflicts_with_all = ["op", "case"])]
+    ir: Option<PathBuf>,
     /// The input .npy file (little-endian, C order).
     #[arg(long)]
     input: Option<PathBuf>,
@@ -43,6 +48,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         return Err("--threads must be at least 1".into());
     }
     let file = args.input.as_deref().map(npy::read).transpose()?;
+    if let Some(ir) = &args.ir {
+        return run_ir(&args, ir, file);
+    }
     let (op, ty, case_data) = read_op(&args, file.as_ref().map(|(ty, _)| ty))?;
     // Refuse a type that cannot be written before doing any work.
     npy::descr(ty.dtype)?;
@@ -81,12 +89,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         .run_threaded(&data, &mut out, args.threads)
         .map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
+    report(&args, &out_ty, &out, compile_time, run_time)
+}
+
+/// Writes, prints and times the result as the flags say.
+fn report(
+    args: &RunArgs,
+    out_ty: &TensorType,
+    out: &[u8],
+    compile_time: std::time::Duration,
+    run_time: std::time::Duration,
+) -> Result<ExitCode, String> {
     if let Some(path) = &args.output {
-        npy::write(path, &out_ty, &out)?;
+        npy::write(path, out_ty, out)?;
         println!("{}: {out_ty}", path.display());
     }
     if args.print || args.output.is_none() {
-        println!("{out_ty}:\n{}", relayout::format_tensor(&out_ty, &out, 256));
+        println!("{out_ty}:\n{}", relayout::format_tensor(out_ty, out, 256));
     }
     if args.time {
         println!(
@@ -98,6 +117,75 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A compiled kernel's run on the source bytes into the destination bytes.
+type Runner = Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), relayout::Error>>;
+
+/// `run --ir FILE`: compiles the kernel of the IR text (index-map IR through the default
+/// pipeline, loop IR as it is) and runs it on the --input file, which must hold its source type.
+fn run_ir(
+    args: &RunArgs,
+    ir: &std::path::Path,
+    file: Option<(TensorType, Vec<u8>)>,
+) -> Result<ExitCode, String> {
+    use relayout::ir::AnyKernel;
+    let text = if ir == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("cannot read standard input: {e}"))?
+    } else {
+        std::fs::read_to_string(ir).map_err(|e| format!("cannot read {}: {e}", ir.display()))?
+    };
+    let kernel = relayout::ir::parse_any(&text)
+        .map_err(|e| format!("{}: {}", ir.display(), e.render(&text)))?;
+    let src = match &kernel {
+        AnyKernel::Index(k) => k.src.clone(),
+        AnyKernel::Loops(k) => k.src.clone(),
+    };
+    let (Some(path), Some((file_ty, data))) = (&args.input, file) else {
+        return Err(format!(
+            "give the kernel's input ({src}) as --input FILE.npy"
+        ));
+    };
+    if file_ty != src {
+        return Err(format!(
+            "{} holds {file_ty}, but the kernel in {} reads {src}",
+            path.display(),
+            ir.display()
+        ));
+    }
+    npy::descr(src.dtype)?;
+    let in_ir = |e: relayout::Error| format!("{}: {e}", ir.display());
+    let start = std::time::Instant::now();
+    let (out_ty, compiled): (TensorType, Runner) = match kernel {
+        AnyKernel::Index(k) => {
+            let c = relayout::compile_kernel(k).map_err(in_ir)?;
+            let threads = args.threads;
+            (
+                c.output_type().clone(),
+                Box::new(move |s: &[u8], d: &mut [u8]| c.run_threaded(s, d, threads)),
+            )
+        }
+        AnyKernel::Loops(k) => {
+            let c = relayout::compile_loops(k).map_err(in_ir)?;
+            let threads = args.threads;
+            (
+                c.output_type().clone(),
+                Box::new(move |s: &[u8], d: &mut [u8]| c.run_threaded(s, d, threads)),
+            )
+        }
+    };
+    let compile_time = start.elapsed();
+    let len = out_ty
+        .size_bytes()
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
+    let mut out = vec![0u8; len];
+    let start = std::time::Instant::now();
+    compiled(&data, &mut out).map_err(|e| e.to_string())?;
+    let run_time = start.elapsed();
+    report(args, &out_ty, &out, compile_time, run_time)
 }
 
 /// A duration in the unit that reads best: ns, us, ms or s.
@@ -140,6 +228,8 @@ fn read_op(
             let op = Op::from_attrs(&case.op_name, &case.attrs).map_err(|e| e.to_string())?;
             Ok((op, case.input, case.input_bytes))
         }
-        _ => Err("give an op description or --case FILE (see `relayout run --help`)".into()),
+        _ => Err(
+            "give an op description, --case FILE or --ir FILE (see `relayout run --help`)".into(),
+        ),
     }
 }

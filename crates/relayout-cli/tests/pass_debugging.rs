@@ -194,3 +194,77 @@ fn lower_runs_a_given_pipeline() {
     );
     assert_eq!(err.status.code(), Some(2));
 }
+
+#[test]
+fn dumps_combine_with_emit_and_a_given_pipeline() {
+    // The dumps first, then the emitted stage under its header: --emit is not ignored.
+    let out = stdout(&relayout(
+        &["lower", S2D, "--print-after-all", "--emit", "loop"],
+        "",
+    ));
+    let dumps = dumped(&out);
+    assert_eq!(dumps.first().map(String::as_str), Some("SpaceToDepth"));
+    assert_eq!(dumps.last().map(String::as_str), Some("fuse-nests"));
+    let loops = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    let tail = out
+        .split("// ----- loop IR ----- //\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no loop IR after the dumps:\n{out}"));
+    assert_eq!(tail.trim_end(), loops.trim_end());
+    // With --passes, the dumps are of that pipeline.
+    let out = stdout(&relayout(
+        &[
+            "lower",
+            S2D,
+            "--passes",
+            "canonicalize,split-dims,linearize",
+            "--print-after-all",
+        ],
+        "",
+    ));
+    assert_eq!(
+        dumped(&out),
+        ["SpaceToDepth", "canonicalize", "split-dims", "linearize"]
+    );
+}
+
+#[test]
+fn dumps_of_ir_text_given_to_lower() {
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    // No lowering header for IR text: the pipeline starts from the file.
+    let out = stdout(&relayout(
+        &[
+            "lower",
+            "--ir",
+            "-",
+            "--print-after-change",
+            "--emit",
+            "clif",
+        ],
+        &lowered,
+    ));
+    let dumps = dumped(&out);
+    assert!(
+        dumps.first().is_some_and(|p| p == "canonicalize"),
+        "{dumps:?}"
+    );
+    assert!(!dumps.iter().any(|p| p == "fuse-nests"), "{dumps:?}");
+    assert!(out.contains("// ----- Cranelift IR ----- //\n"), "{out}");
+    assert!(out.contains("function %space_to_depth_0"), "{out}");
+}
+
+#[test]
+fn the_clif_says_what_codegen_made_of_each_statement() {
+    let out = stdout(&relayout(&["lower", S2D, "--emit", "clif"], ""));
+    // The statement, then codegen's decision, then the function.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("function %space_to_depth_0"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        lines[at - 1].starts_with("; codegen: 16-byte shuffle blocks"),
+        "{out}"
+    );
+    assert!(lines[at - 2].starts_with("; for i0"), "{out}");
+}

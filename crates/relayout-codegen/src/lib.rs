@@ -39,6 +39,7 @@
 mod accumulate;
 mod body;
 mod copy;
+mod describe;
 mod error;
 mod function;
 mod imports;
@@ -48,6 +49,7 @@ mod shuffle;
 mod sum;
 
 pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
+pub use describe::describe;
 pub use error::CodegenError;
 pub use function::{stmt_signature, translate_kernel, translate_stmt};
 pub use imports::{Helper, Imports, ModuleImports, TextImports};

@@ -264,6 +264,7 @@ impl Parser<'_> {
 
     fn tolerance(&self, v: &Value) -> Result<(f64, f64), LoadError> {
         let obj = self.object(v, "`tolerance`")?;
+        self.only(obj, "tolerance", &["rtol", "atol"])?;
         let get = |key: &str| {
             obj.get(key)
                 .and_then(Value::as_f64)

@@ -216,6 +216,16 @@ fn unknown_keys_are_errors() {
         r#"{"dtype": "float32", "shape": [1], "strides": [4]}"#,
     ));
     assert!(message.contains("unknown key `strides`"), "{message}");
+    let tolerance = r#"{"name": "t", "op": "Col2Im", "attrs": {},
+        "input": {"dtype": "float32", "shape": [1], "data": [1]},
+        "output": {"dtype": "float32", "shape": [1], "data": [1]},
+        "tolerance": {"rtol": 0, "atol": 0, "ulp": 1}}"#;
+    let (kind, message) = load_error(tolerance);
+    assert_eq!(kind, LoadErrorKind::Schema);
+    assert!(
+        message.contains("tolerance: unknown key `ulp`"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -1,0 +1,162 @@
+//! What code generation makes of a statement, in words, without building any code: the
+//! decisions the emitters take (shuffle blocks, streaming stores, vector runs, libc calls),
+//! so that a listing can say why a `copy 4 bytes` statement runs at memory speed.
+//!
+//! The answers come from the same decision functions the emitters call (`shuffle::plan`,
+//! `copy::streams`, the run-length thresholds of `copy.rs`); the one rule repeated here, which
+//! statements of a band stream, mirrors `translate_stmt`, and a test checks every answer
+//! against the CLIF that is actually generated.
+
+use crate::copy::{self, CALL_MIN, INLINE_MAX, STREAM_MIN_RUN};
+use crate::shuffle;
+use relayout_ir::{DType, LoopAction, LoopKernel, LoopStmt};
+
+/// One line on how statement `index` of `k` is compiled, e.g. `16-byte shuffle blocks: runs
+/// of 4 bytes interleaved in registers, whole vectors loaded and stored`; `None` for an index
+/// out of range.
+///
+/// ```
+/// use relayout_ir::parse_loop_kernel;
+///
+/// let k = parse_loop_kernel(
+///     "loops @k(%src: tensor<64xf32>) -> (%dst: tensor<64xf32>) {\n\
+///        copy 256 bytes %dst[0] = %src[0]\n\
+///      }\n",
+/// )
+/// .unwrap();
+/// assert!(relayout_codegen::describe(&k, 0).unwrap().starts_with("a vector loop"));
+/// ```
+pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
+    let stmt = k.stmts.get(index)?;
+    let bytes = stmt.bytes;
+    if stmt.loops.iter().any(|l| l.extent == 0) {
+        return Some("nothing: an empty loop".into());
+    }
+    let dtype = k.dst.dtype;
+    if stmt.action == LoopAction::Accumulate {
+        return Some(match dtype {
+            DType::F16 | DType::BF16 => format!(
+                "adds of {} runs of {bytes} bytes, one helper call per element",
+                dtype.name()
+            ),
+            _ => format!("16-byte vector adds over runs of {bytes} bytes"),
+        });
+    }
+    if streams(k, index) {
+        return Some(format!(
+            "streaming (non-temporal) stores of runs of {bytes} bytes, one helper call per \
+             innermost loop: the output is too large to stay in cache"
+        ));
+    }
+    if !stmt.loops.is_empty() && shuffle::plan(stmt).is_some() {
+        return Some(format!(
+            "16-byte shuffle blocks: runs of {bytes} bytes interleaved in registers, whole \
+             vectors loaded and stored"
+        ));
+    }
+    let (verb, callable) = match stmt.action {
+        LoopAction::Fill { value } => {
+            let pattern = copy::fill_pattern(value, dtype).to_le_bytes();
+            ("stores", pattern.iter().all(|&b| b == pattern[0]))
+        }
+        _ => ("moves", true),
+    };
+    Some(if bytes >= CALL_MIN && callable {
+        let call = if stmt.action == LoopAction::Copy {
+            "memcpy"
+        } else {
+            "memset"
+        };
+        format!("a {call} call per run of {bytes} bytes")
+    } else if bytes > INLINE_MAX {
+        format!("a vector loop of 64 bytes a step per run of {bytes} bytes")
+    } else if bytes >= 16 {
+        format!("16-byte vector {verb} per run of {bytes} bytes")
+    } else {
+        format!("scalar {verb} of {bytes} bytes per run (runs shorter than a vector)")
+    })
+}
+
+/// Whether statement `index` writes with streaming stores: the rule of `translate_stmt`.
+fn streams(k: &LoopKernel, index: usize) -> bool {
+    let Ok(dst_bytes) = k.dst.size_bytes() else {
+        return false;
+    };
+    let whole_lines = |s: &LoopStmt| {
+        let line = STREAM_MIN_RUN as i64;
+        s.bytes % STREAM_MIN_RUN == 0
+            && s.dst_offset % line == 0
+            && s.loops.iter().all(|l| l.dst_stride % line == 0)
+    };
+    let candidate = |s: &LoopStmt| copy::streams(s.action, s.bytes, dst_bytes) && whole_lines(s);
+    let stmt = &k.stmts[index];
+    // Fills of a non-zero value never stream: the helper writes zeros only.
+    let zero_or_copy = match stmt.action {
+        LoopAction::Fill { value } => value.is_zero(),
+        _ => true,
+    };
+    zero_or_copy
+        && candidate(stmt)
+        && k.bands
+            .iter()
+            .find(|band| band.members().contains(&index))
+            .is_none_or(|band| k.stmts[band.members()].iter().all(candidate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{text_target_config, translate_kernel, TextImports};
+    use relayout_ir::parse_loop_kernel;
+
+    /// Every statement's description against its generated CLIF.
+    fn check(text: &str) -> Vec<String> {
+        let k = parse_loop_kernel(text).unwrap();
+        let funcs = translate_kernel(&k, text_target_config(), &mut TextImports).unwrap();
+        (0..k.stmts.len())
+            .map(|i| {
+                let what = describe(&k, i).unwrap();
+                let clif = funcs[i].display().to_string();
+                assert_eq!(
+                    what.contains("shuffle blocks"),
+                    clif.contains(" shuffle "),
+                    "{what}\n{clif}"
+                );
+                assert_eq!(
+                    what.contains("streaming"),
+                    clif.contains("call "),
+                    "{what}\n{clif}"
+                );
+                what
+            })
+            .collect()
+    }
+
+    #[test]
+    fn descriptions_match_the_generated_code() {
+        // SpaceToDepth's 8-byte runs: shuffle blocks.
+        let s2d = check(
+            "loops @s2d(%src: tensor<1x4x4x1xf32>) -> (%dst: tensor<1x2x2x4xf32>) {\n\
+               copy 8 bytes %dst[0 + 32 * i0 + 16 * i1 + 8 * i2] = %src[0 + 32 * i0 + 8 * i1 + 16 * i2]\n\
+                 for i0 in 0 to 2, i1 in 0 to 2, i2 in 0 to 2\n\
+             }\n",
+        );
+        assert!(s2d[0].starts_with("16-byte shuffle blocks"), "{s2d:?}");
+        // A 16 MiB output written in 256-byte rows: streaming stores.
+        let big = check(
+            "loops @big(%src: tensor<4194304xf32>) -> (%dst: tensor<4194304xf32>) {\n\
+               copy 256 bytes %dst[0 + 256 * i0] = %src[0 + 256 * i0]\n\
+                 for i0 in 0 to 65536\n\
+             }\n",
+        );
+        assert!(big[0].starts_with("streaming"), "{big:?}");
+        // Short and medium runs.
+        let small = check(
+            "loops @small(%src: tensor<64xf32>) -> (%dst: tensor<64xf32>) {\n\
+               copy 4 bytes %dst[0 + 4 * i0] = %src[252 - 4 * i0]\n\
+                 for i0 in 0 to 64\n\
+             }\n",
+        );
+        assert!(small[0].starts_with("scalar moves of 4 bytes"), "{small:?}");
+    }
+}
