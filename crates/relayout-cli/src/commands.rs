@@ -94,6 +94,22 @@ pub fn lower(
         .map(relayout::passes::Pipeline::parse)
         .transpose()
         .map_err(|e| e.to_string())?;
+    if print.timings && source.ir.is_some() {
+        return Err(
+            "--timings times the compile of an op: give an op or --case, or time the passes \
+             on IR text with `relayout opt FILE --timings`"
+                .into(),
+        );
+    }
+    // A cold compile of its own (the kernel cache neither read nor filled), timed before
+    // anything is printed.
+    let timings = if print.timings {
+        let (op, input) = read_op(source.op.clone(), source.case.clone())?;
+        let (_, timings) = relayout::compile_timed(&op, &input).map_err(|e| e.to_string())?;
+        Some(timings)
+    } else {
+        None
+    };
     let stages = match source.ir {
         Some(file) => {
             let text = read_text(&file)?;
@@ -115,6 +131,9 @@ pub fn lower(
                 return match relayout::print_after(&op, &input, &selection) {
                     Ok(text) => {
                         print!("{text}");
+                        if let Some(t) = &timings {
+                            eprint!("{t}");
+                        }
                         Ok(ExitCode::SUCCESS)
                     }
                     Err((text, e)) => {
@@ -153,6 +172,9 @@ pub fn lower(
         } else {
             print!("{text}");
         }
+    }
+    if let Some(t) = &timings {
+        eprint!("{t}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -271,9 +293,12 @@ pub fn opt(
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;
     let text = read_text(file)?;
-    let out = relayout::opt_with(&text, passes, &print.selection())
+    let (out, timings) = relayout::opt_timed(&text, passes, &print.selection())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     print!("{out}");
+    if print.timings {
+        eprint!("{timings}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,6 @@
 //! `CompiledKernel`: the public face of a compiled loop kernel.
 
-use crate::module::JitCode;
+use crate::module::{JitCode, StageTiming};
 use crate::{threads, Element, JitError, RunError};
 
 use relayout_ir::LoopKernel;
@@ -32,6 +32,14 @@ impl CompiledKernel {
     /// The kernel this was compiled from.
     pub fn loop_kernel(&self) -> &LoopKernel {
         self.code.kernel()
+    }
+
+    /// Where [`compile`](Self::compile)'s time went, in order: `verify` (the bounds proof),
+    /// `module` (a JIT module for the kernel), `codegen` (loop IR to Cranelift IR),
+    /// `cranelift` (Cranelift IR to machine code) and `link` (placing the code in executable
+    /// memory).
+    pub fn compile_timings(&self) -> &[StageTiming] {
+        self.code.timings()
     }
 
     /// Runs the kernel on the calling thread. `src` and `dst` must be exactly the byte sizes of

@@ -79,3 +79,4 @@ pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};
 pub use listing::{machine_code_text, Listing, HAS_DISASSEMBLER};
+pub use module::StageTiming;

@@ -38,6 +38,7 @@ use relayout_codegen::{stmt_signature, translate_stmt, Helper, ModuleImports};
 use relayout_ir::{Band, LoopKernel, LoopStmt, Unit};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// One function's machine code, before it is placed in the module.
 struct MachineCode {
@@ -153,15 +154,40 @@ pub(crate) struct JitCode {
     /// has `&mut self`. The mutex makes that visible to the compiler, so `JitCode` is `Sync`
     /// without an `unsafe impl`.
     module: Mutex<Option<JITModule>>,
+    /// Where the compile's time went, stage by stage.
+    timings: Vec<StageTiming>,
+}
+
+/// The wall time of one stage of [`CompiledKernel::compile`](crate::CompiledKernel::compile).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct StageTiming {
+    /// What ran: `verify`, `module`, `codegen`, `cranelift`, `link` (see
+    /// [`CompiledKernel::compile_timings`](crate::CompiledKernel::compile_timings)).
+    pub stage: &'static str,
+    /// How long it took.
+    pub time: Duration,
+}
+
+/// Appends the time since `*since` to `timings` under `stage`, and restarts the clock.
+fn lap(timings: &mut Vec<StageTiming>, since: &mut Instant, stage: &'static str) {
+    let now = Instant::now();
+    timings.push(StageTiming {
+        stage,
+        time: now - *since,
+    });
+    *since = now;
 }
 
 impl JitCode {
     /// Verifies `kernel`, then generates, compiles and links all its statements.
     pub fn compile(kernel: &LoopKernel) -> Result<JitCode, JitError> {
+        let mut clock = Instant::now();
+        let mut timings = Vec::with_capacity(5);
         // Verification comes first: a kernel that is not proven in bounds is never compiled.
         verify(kernel)?;
         let src_len = kernel.src.size_bytes()?;
         let dst_len = kernel.dst.size_bytes()?;
+        lap(&mut timings, &mut clock, "verify");
 
         let mut builder = JITBuilder::with_isa(isa::host()?, default_libcall_names());
         for helper in Helper::ALL {
@@ -175,7 +201,9 @@ impl JitCode {
             stmts: Vec::with_capacity(kernel.stmts.len()),
             units: kernel.units(),
             module: Mutex::new(Some(JITModule::new(builder))),
+            timings: Vec::new(),
         };
+        lap(&mut timings, &mut clock, "module");
         let compile_error = |stmt: Option<usize>, e: &dyn std::fmt::Debug| JitError::Compile {
             kernel: kernel.name.clone(),
             stmt,
@@ -225,8 +253,10 @@ impl JitCode {
                 .map_err(|e| compile_error(Some(index), &e))?;
             ids.push(id);
         }
+        lap(&mut timings, &mut clock, "codegen");
         let isa = isa::host()?;
         let compiled = compile_all(&*isa, funcs, &ids);
+        lap(&mut timings, &mut clock, "cranelift");
         for (index, (id, code)) in ids.iter().zip(compiled).enumerate() {
             let code = code.map_err(|e| compile_error(Some(index), &e))?;
             module
@@ -263,11 +293,17 @@ impl JitCode {
             });
         }
         code.stmts = stmts;
+        lap(&mut timings, &mut clock, "link");
+        code.timings = timings;
         Ok(code)
     }
 
     pub fn kernel(&self) -> &LoopKernel {
         &self.kernel
+    }
+
+    pub fn timings(&self) -> &[StageTiming] {
+        &self.timings
     }
 
     /// Runs every statement in order. Statement `i` is split into `parts(work, extent)`
