@@ -224,7 +224,8 @@ pub struct PrintFlags {
     #[arg(long)]
     print_pipeline: bool,
     /// Print where the time went on standard error, as MLIR's -mlir-timing: every pass (and
-    /// the verification after it), and for `lower` the whole compile down to machine code.
+    /// the verification after it), and for `lower` the whole compile down to machine code
+    /// (the second of two cold compiles, leaving out the JIT's one-time set-up).
     #[arg(long)]
     timings: bool,
 }
