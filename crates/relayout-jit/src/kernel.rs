@@ -46,14 +46,14 @@ impl CompiledKernel {
     /// the kernel's source and destination types; `dst` is updated in place (bytes no
     /// statement writes keep their value).
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), RunError> {
-        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+        self.code.run_whole(src, dst)
     }
 
     /// [`run`](Self::run) on element slices. `T` must have the size of the kernel's element
     /// type (any type of that size is accepted: an f32 kernel moves `u32`s just as well).
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), RunError> {
         self.check_element::<T>()?;
-        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+        self.code.run_whole(src, dst)
     }
 
     /// [`run_typed`](Self::run_typed) on up to `threads` threads, as

@@ -362,6 +362,28 @@ impl JitCode {
         &self.timings
     }
 
+    /// Runs the whole schedule on the calling thread: one call of the kernel function.
+    pub fn run_whole<S: Element, D: Element>(
+        &self,
+        src: &[S],
+        dst: &mut [D],
+    ) -> Result<(), RunError> {
+        self.check_lengths(src, dst)?;
+        // SAFETY: see the module documentation: the kernel is verified, the lengths were
+        // checked above, and `RUN_ALL` runs every unit over its whole outer loop (`end` is
+        // clamped to each extent) on this thread, with `dst` borrowed mutably throughout.
+        unsafe {
+            (self.main.entry)(
+                src.as_ptr().cast::<u8>(),
+                dst.as_mut_ptr().cast::<u8>(),
+                RUN_ALL,
+                0,
+                u64::MAX,
+            )
+        };
+        Ok(())
+    }
+
     /// Runs every statement in order. Statement `i` is split into `parts(work, extent)`
     /// pieces run on the thread pool when its outer iterations write disjoint bytes; one piece
     /// (or no pool) runs on the calling thread. `ran` is told, statement by statement, how
