@@ -2,7 +2,7 @@
 
 use crate::body::Body;
 use crate::copy;
-use crate::loops::{self, Count};
+use crate::loops::{Count, Emitter};
 use crate::mem::Addr;
 use crate::shuffle;
 use crate::{CodegenError, Helper, Imports};
@@ -494,10 +494,11 @@ fn emit_nest(
     s: Addr,
     d: Addr,
 ) -> Result<(), CodegenError> {
+    let emitter = Emitter { stmt: index, body };
     if let Some(plan) = shuffle::plan(stmt) {
-        return shuffle::nest(b, index, stmt, &plan, body, count, s, d);
+        return emitter.shuffle_nest(b, stmt, &plan, count, s, d);
     }
-    loops::nest(b, index, body, &stmt.loops, count, s, d)
+    emitter.nest(b, &stmt.loops, count, s, d)
 }
 
 /// The address of an operand at the first iteration: `ptr + offset + start * stride`. An
