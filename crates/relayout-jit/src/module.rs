@@ -52,29 +52,44 @@ struct MachineCode {
 }
 
 /// Compiles `func` for `isa` into machine code for a module's function `id`.
+///
+/// Cranelift's `Context` keeps the register allocator's working memory between compiles; one
+/// per thread is reused, which saves the allocations that were a visible part of a small
+/// kernel's compile.
 fn compile_one(
     isa: &dyn TargetIsa,
     func: Function,
     id: FuncId,
 ) -> Result<MachineCode, CodegenError> {
-    let mut ctx = Context::for_function(func);
-    let alignment = ctx
-        .compile(isa, &mut ControlPlane::default())
-        .map_err(|e| e.inner)?
-        .buffer
-        .alignment;
-    // Compiled just above, so present.
-    let code = ctx.compiled_code().ok_or(CodegenError::CodeTooLarge)?;
-    let relocs = code
-        .buffer
-        .relocs()
-        .iter()
-        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-        .collect();
-    Ok(MachineCode {
-        alignment: u64::from(alignment),
-        bytes: code.code_buffer().to_vec(),
-        relocs,
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Context> = std::cell::RefCell::new(Context::new());
+    }
+    let compile = |ctx: &mut Context| {
+        ctx.clear();
+        ctx.func = func;
+        let alignment = ctx
+            .compile(isa, &mut ControlPlane::default())
+            .map_err(|e| e.inner)?
+            .buffer
+            .alignment;
+        // Compiled just above, so present.
+        let code = ctx.compiled_code().ok_or(CodegenError::CodeTooLarge)?;
+        let relocs = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        Ok(MachineCode {
+            alignment: u64::from(alignment),
+            bytes: code.code_buffer().to_vec(),
+            relocs,
+        })
+    };
+    CONTEXT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut ctx) => compile(&mut ctx),
+        // Not reentrant in practice; a fresh context is always correct.
+        Err(_) => compile(&mut Context::new()),
     })
 }
 
