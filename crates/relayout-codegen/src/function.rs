@@ -111,62 +111,22 @@ fn translate_entries(
     let &[src, dst, which, start, end] = b.block_params(entry) else {
         unreachable!("the kernel signature has five parameters");
     };
-    // Every body's constants and imports in the entry block, which dominates all uses; only
-    // for the statements of `units`.
-    let mut bodies = Vec::with_capacity(kernel.stmts.len());
-    let mut used = vec![false; kernel.stmts.len()];
-    for unit in units {
-        let members = match *unit {
-            Unit::Stmt(i) => i..i + 1,
-            Unit::Band(band) => band.members(),
-        };
-        for i in members {
-            if let Some(u) = used.get_mut(i) {
-                *u = true;
-            }
-        }
-    }
-    for (index, stmt) in kernel.stmts.iter().enumerate() {
-        if !used[index] {
-            bodies.push(None);
-            continue;
-        }
+    // Each body's constants and imports are made at the top of its entry's block, which
+    // dominates all their uses: made in the function's entry block instead, they would be live
+    // across every other entry (and its calls), which costs the register allocator time.
+    let body_for = |b: &mut FunctionBuilder, imports: &mut dyn Imports, index, stmt: &LoopStmt| {
         let stream = streams_in(kernel, index, stmt)?;
-        bodies.push(Some(Body::new(
-            &mut b,
+        Body::new(
+            b,
             stmt.action,
             kernel.dtype(),
             stmt.bytes,
             stream,
             config,
             imports,
-        )?));
-    }
-    let mut variant_bodies = Vec::with_capacity(variants.len());
-    for (index, stmt) in variants {
-        let stream = streams_in(kernel, *index, stmt)?;
-        variant_bodies.push(Body::new(
-            &mut b,
-            stmt.action,
-            kernel.dtype(),
-            stmt.bytes,
-            stream,
-            config,
-            imports,
-        )?);
-    }
-    let streams = bodies
-        .iter()
-        .flatten()
-        .chain(&variant_bodies)
-        .any(Body::streams);
-    let body = |i: usize| {
-        bodies[i].as_ref().ok_or(CodegenError::NoStatement {
-            kernel: kernel.name.clone(),
-            index: i,
-            count: kernel.stmts.len(),
-        })
+        )
     };
+    let mut streams = false;
 
     let count = units.len() + variants.len();
     let blocks: Vec<_> = (0..count).map(|_| b.create_block()).collect();
@@ -203,23 +163,30 @@ fn translate_entries(
         let args = [src, dst, start, end];
         match (units.get(k), variants.get(k.wrapping_sub(units.len()))) {
             (Some(&Unit::Stmt(i)), _) => {
-                emit_unit_stmt(&mut b, i, &kernel.stmts[i], body(i)?, args, done)?
+                let stmt = &kernel.stmts[i];
+                let body = body_for(&mut b, imports, i, stmt)?;
+                streams |= body.streams();
+                emit_unit_stmt(&mut b, i, stmt, &body, args, done)?
             }
             (Some(&Unit::Band(band)), _) => {
-                let members = band
+                let mut bodies = Vec::with_capacity(band.len);
+                for i in band.members() {
+                    let body = body_for(&mut b, imports, i, &kernel.stmts[i])?;
+                    streams |= body.streams();
+                    bodies.push(body);
+                }
+                let members: Vec<_> = band
                     .members()
-                    .map(|i| Ok((i, &kernel.stmts[i], body(i)?)))
-                    .collect::<Result<Vec<_>, CodegenError>>()?;
+                    .zip(&bodies)
+                    .map(|(i, body)| (i, &kernel.stmts[i], body))
+                    .collect();
                 emit_band(&mut b, &members, args)?
             }
-            (None, Some((i, stmt))) => emit_unit_stmt(
-                &mut b,
-                *i,
-                stmt,
-                &variant_bodies[k - units.len()],
-                args,
-                done,
-            )?,
+            (None, Some((i, stmt))) => {
+                let body = body_for(&mut b, imports, *i, stmt)?;
+                streams |= body.streams();
+                emit_unit_stmt(&mut b, *i, stmt, &body, args, done)?
+            }
             (None, None) => unreachable!("one block per entry"),
         }
         b.ins().jump(done, &[]);
