@@ -35,10 +35,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         }
     }
 
-    fn get<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> Option<V>
-    where
-        K: std::borrow::Borrow<Q>,
-    {
+    fn get(&mut self, key: &K) -> Option<V> {
         self.clock += 1;
         let clock = self.clock;
         self.entries.get_mut(key).map(|(v, used)| {
@@ -105,56 +102,8 @@ fn cache() -> MutexGuard<'static, Option<Cache>> {
 }
 
 pub(crate) fn lookup_op(op: &Op, input: &TensorType) -> Option<CachedOp> {
-    // Looked up by reference: a hit allocates nothing (it costs well under a microsecond).
-    cache().as_mut()?.by_op.get(&(op, input) as &dyn OpKey)
+    cache().as_mut()?.by_op.get(&(op.clone(), input.clone()))
 }
-
-/// An op and its input type, owned (the map's keys) or borrowed (a lookup), hashed and
-/// compared the same way, so that a lookup does not have to clone the op.
-trait OpKey {
-    fn op(&self) -> &Op;
-    fn input(&self) -> &TensorType;
-}
-
-impl OpKey for (Op, TensorType) {
-    fn op(&self) -> &Op {
-        &self.0
-    }
-    fn input(&self) -> &TensorType {
-        &self.1
-    }
-}
-
-impl OpKey for (&Op, &TensorType) {
-    fn op(&self) -> &Op {
-        self.0
-    }
-    fn input(&self) -> &TensorType {
-        self.1
-    }
-}
-
-impl<'a> std::borrow::Borrow<dyn OpKey + 'a> for (Op, TensorType) {
-    fn borrow(&self) -> &(dyn OpKey + 'a) {
-        self
-    }
-}
-
-// As a tuple hashes: its fields in order, so that `Borrow`'s contract holds.
-impl Hash for dyn OpKey + '_ {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.op().hash(state);
-        self.input().hash(state);
-    }
-}
-
-impl PartialEq for dyn OpKey + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.op() == other.op() && self.input() == other.input()
-    }
-}
-
-impl Eq for dyn OpKey + '_ {}
 
 pub(crate) fn insert_op(op: &Op, input: &TensorType, compiled: CachedOp) {
     if let Some(c) = cache().as_mut() {
@@ -194,23 +143,7 @@ pub fn cache_len() -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Lru, OpKey};
-    use relayout_ir::{DType, TensorType};
-    use relayout_ops::{DataFormat, Op};
-
-    #[test]
-    fn a_borrowed_op_finds_its_owned_key() {
-        let op = Op::SpaceToDepth {
-            block_size: 2,
-            data_format: DataFormat::Nhwc,
-        };
-        let input = TensorType::new(DType::F32, [1, 2, 2, 1]);
-        let other = TensorType::new(DType::F32, [1, 4, 4, 1]);
-        let mut lru = Lru::new(2);
-        lru.insert((op.clone(), input.clone()), 7);
-        assert_eq!(lru.get(&(&op, &input) as &dyn OpKey), Some(7));
-        assert_eq!(lru.get(&(&op, &other) as &dyn OpKey), None);
-    }
+    use super::Lru;
 
     #[test]
     fn evicts_least_recently_used() {
