@@ -147,6 +147,7 @@ pub mod explain;
 pub mod fuse;
 mod op_syntax;
 mod tensor_text;
+mod timing;
 
 pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
@@ -161,7 +162,9 @@ pub use relayout_codegen::Helper;
 /// `relayout-ir`, documented here so that `cargo doc -p relayout --no-deps` shows it.
 #[doc(inline)]
 pub use relayout_ir as ir;
-pub use relayout_jit::{AotObject, Element, Split, SplitReport, StmtSplit, HAS_DISASSEMBLER};
+pub use relayout_jit::{
+    AotObject, Element, Split, SplitReport, StageTiming, StmtSplit, HAS_DISASSEMBLER,
+};
 pub use relayout_ops::{
     known_attributes, AttrValue, Attrs, DataFormat, DepthToSpaceMode, ErrorCategory, Op, OpError,
     PadMode, PadValue, OP_NAMES,
@@ -171,6 +174,7 @@ pub use relayout_ops::{
 #[doc(inline)]
 pub use relayout_passes as passes;
 pub use tensor_text::{format_element, format_tensor};
+pub use timing::{Timing, Timings};
 
 use relayout_ir::{Kernel, LoopKernel, TensorType};
 
@@ -181,6 +185,7 @@ use relayout_ir::{Kernel, LoopKernel, TensorType};
 struct ReadmeExamples;
 use relayout_jit::CompiledKernel;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Anything that can go wrong between an op description and its result.
 #[derive(Debug, thiserror::Error)]
@@ -414,6 +419,41 @@ pub fn compile(op: &Op, input: &TensorType) -> Result<CompiledOp, Error> {
     Ok(CompiledOp { inner })
 }
 
+/// [`compile`] without the kernel cache (neither read nor filled), with where the time went:
+/// validation, lowering, every pass of the pipeline (and the verification after it, in builds
+/// that verify after every pass), and the JIT's stages (see
+/// [`CompiledKernel::compile_timings`](relayout_jit::CompiledKernel::compile_timings)). This
+/// is what `relayout lower --timings` prints.
+pub fn compile_timed(op: &Op, input: &TensorType) -> Result<(CompiledOp, Timings), Error> {
+    let mut timings = Timings::default();
+    let clock = Instant::now();
+    let output = op.output_type(input)?;
+    timings.push("Validation", 0, clock.elapsed());
+    let clock = Instant::now();
+    let lowered = op.lower(input)?;
+    timings.push("Lowering", 0, clock.elapsed());
+    let (optimized, loops, passes) = relayout_passes::optimize_and_lower_timed(&lowered)?;
+    timings.push_pipeline(0, &passes);
+    let kernel = CompiledKernel::compile(&loops)?;
+    let stages = kernel.compile_timings();
+    timings.push("JIT", 0, stages.iter().map(|s| s.time).sum());
+    for s in stages {
+        timings.push(s.stage, 1, s.time);
+    }
+    let inner = Arc::new(CompiledInner {
+        op: op.clone(),
+        input: input.clone(),
+        output,
+        stages: Stages {
+            lowered,
+            optimized,
+            loops,
+        },
+        kernel: Arc::new(kernel),
+    });
+    Ok((CompiledOp { inner }, timings))
+}
+
 impl CompiledOp {
     /// The op this was compiled from.
     pub fn op(&self) -> &Op {
@@ -620,8 +660,22 @@ pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<St
 /// (the last of them is the result when the last pass is selected); otherwise it is the
 /// resulting IR.
 pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<String, OptError> {
+    opt_timed(text, passes, print).map(|(out, _)| out)
+}
+
+/// [`opt_with`], with where the time went: parsing, then every pass and the verification
+/// after it (`relayout opt` verifies after every pass). This is what `relayout opt --timings`
+/// prints.
+pub fn opt_timed(
+    text: &str,
+    passes: Option<&str>,
+    print: &PrintAfter,
+) -> Result<(String, Timings), OptError> {
     print.check().map_err(Error::Options)?;
+    let mut timings = Timings::default();
+    let clock = Instant::now();
     let ir = relayout_ir::parse_any(text)?;
+    timings.push("Parsing", 0, clock.elapsed());
     let pipeline = match passes {
         Some(p) => relayout_passes::Pipeline::parse(p)?,
         None => relayout_passes::default_pipeline(),
@@ -629,6 +683,7 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
     let run = relayout_passes::PassManager::new(pipeline)
         .verify_each(true)
         .run_collect(ir.clone());
+    timings.push_pipeline(0, &run.timings);
     let out = print.render(&ir, &run);
     let dumping = !print.is_none();
     let result = run.result.map_err(|e| OptError {
@@ -636,9 +691,9 @@ pub fn opt_with(text: &str, passes: Option<&str>, print: &PrintAfter) -> Result<
         error: e.into(),
     })?;
     if dumping {
-        return Ok(out);
+        return Ok((out, timings));
     }
-    Ok(result.to_string())
+    Ok((result.to_string(), timings))
 }
 
 /// Converts a JSON attribute object (as in the conformance cases and bench/suite.json:

@@ -94,6 +94,25 @@ pub fn lower(
         .map(relayout::passes::Pipeline::parse)
         .transpose()
         .map_err(|e| e.to_string())?;
+    if print.timings && source.ir.is_some() {
+        return Err(
+            "--timings times the compile of an op: give an op or --case, or time the passes \
+             on IR text with `relayout opt FILE --timings`"
+                .into(),
+        );
+    }
+    // Cold compiles of their own (the kernel cache neither read nor filled), timed before
+    // anything is printed. The second is reported: the first pays the process's one-time
+    // set-up of the JIT (host detection, Cranelift's lazy tables), which a program that
+    // compiles many kernels pays once.
+    let timings = if print.timings {
+        let (op, input) = read_op(source.op.clone(), source.case.clone())?;
+        relayout::compile_timed(&op, &input).map_err(|e| e.to_string())?;
+        let (_, timings) = relayout::compile_timed(&op, &input).map_err(|e| e.to_string())?;
+        Some(timings)
+    } else {
+        None
+    };
     // Where the pipeline starts: the op's lowered IR (named by the op, for the dumps), or IR
     // text at its own level.
     let (start, op_name, file) = match source.ir {
@@ -129,6 +148,9 @@ pub fn lower(
     if dumping {
         print_dumps(&start, op_name, &pipeline, &selection).map_err(in_file)?;
         if emit.is_empty() {
+            if let Some(t) = &timings {
+                eprint!("{t}");
+            }
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -148,6 +170,9 @@ pub fn lower(
         } else {
             print!("{text}");
         }
+    }
+    if let Some(t) = &timings {
+        eprint!("{t}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -316,9 +341,12 @@ pub fn opt(
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;
     let text = read_text(file)?;
-    let out = relayout::opt_with(&text, passes, &print.selection())
+    let (out, timings) = relayout::opt_timed(&text, passes, &print.selection())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     print!("{out}");
+    if print.timings {
+        eprint!("{timings}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

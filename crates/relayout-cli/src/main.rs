@@ -38,6 +38,7 @@ Examples:
   relayout lower --ir kernel.ir --emit loop,vcode
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --passes canonicalize,split-dims,linearize --emit loop
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --print-after-change --emit loop
+  relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop --timings
 
 --emit asm needs a build with the disassembler (capstone, which needs a C compiler):
   cargo run --release -p relayout-cli --features disas -- lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit asm";
@@ -55,6 +56,7 @@ Examples:
   relayout opt k.ir --passes canonicalize,split-dims --print-after-all
   relayout opt k.ir --print-after-change
   relayout opt k.ir --print-after linearize --print-after fuse-nests
+  relayout opt k.ir --timings
   relayout opt --print-pipeline
   relayout opt k.ir
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit lowered | relayout opt - --passes canonicalize";
@@ -230,6 +232,11 @@ pub struct PrintFlags {
     /// Print the pipeline that would run, as a string `opt --passes` accepts, and stop.
     #[arg(long)]
     print_pipeline: bool,
+    /// Print where the time went on standard error, as MLIR's -mlir-timing: every pass (and
+    /// the verification after it), and for `lower` the whole compile down to machine code
+    /// (the second of two cold compiles, leaving out the JIT's one-time set-up).
+    #[arg(long)]
+    timings: bool,
 }
 
 impl PrintFlags {

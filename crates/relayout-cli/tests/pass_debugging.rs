@@ -268,3 +268,63 @@ fn the_clif_says_what_codegen_made_of_each_statement() {
     );
     assert!(lines[at - 2].starts_with("; for i0"), "{out}");
 }
+
+/// The stage names of a `--timings` table (the column after the percentage), in order.
+fn timed(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("%)  ")
+                .map(|(_, name)| name.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn timings_cover_every_stage_of_a_compile_and_every_pass() {
+    let out = relayout(&["lower", S2D, "--emit", "loop", "--timings"], "");
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("loops @"),
+        "the IR is still printed: {text}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Execution time report"), "{stderr}");
+    assert!(stderr.contains("Total Execution Time:"), "{stderr}");
+    let names = timed(&out.stderr);
+    let pipeline = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let mut want = vec!["Validation", "Lowering", "Pipeline"];
+    want.extend(pipeline.trim().split(','));
+    want.extend([
+        "JIT",
+        "verify",
+        "module",
+        "codegen",
+        "cranelift",
+        "link",
+        "Total",
+    ]);
+    // Debug builds verify after every pass: those lines come under each pass.
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let without_verify: Vec<&str> = names
+        .iter()
+        .enumerate()
+        .filter(|&(i, n)| *n != "verify" || names.get(i + 1) == Some(&"module"))
+        .map(|(_, n)| *n)
+        .collect();
+    assert_eq!(without_verify, want, "{stderr}");
+
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let out = relayout(&["opt", "-", "--timings"], &lowered);
+    assert!(stdout(&out).starts_with("loops @"));
+    let names = timed(&out.stderr);
+    assert_eq!(names.first().map(String::as_str), Some("Parsing"));
+    assert!(names.iter().any(|n| n == "split-dims"), "{names:?}");
+    // opt verifies after every pass, in every build.
+    assert!(names.iter().any(|n| n == "verify"), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("Total"));
+
+    let out = relayout(&["lower", "--ir", "-", "--timings"], &lowered);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("opt FILE --timings"));
+}

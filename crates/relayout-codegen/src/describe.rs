@@ -33,6 +33,20 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         return Some("nothing: an empty loop".into());
     }
     let dtype = k.dst.dtype;
+    if let Some(split) = crate::sum::reduction_split(stmt) {
+        let terms = crate::sum::terms(&stmt.loops[split..]).map_or(0, |t| t.len());
+        return Some(match dtype {
+            DType::F16 | DType::BF16 => format!(
+                "sums of {terms} contributions per {} element (helper calls), each run of {bytes} \
+                 bytes stored once",
+                dtype.name()
+            ),
+            _ => format!(
+                "sums of {terms} contributions in registers, each run of {bytes} bytes loaded \
+                 once and stored once"
+            ),
+        });
+    }
     if stmt.action == LoopAction::Accumulate {
         return Some(match dtype {
             DType::F16 | DType::BF16 => format!(

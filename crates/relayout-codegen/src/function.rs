@@ -2,7 +2,7 @@
 
 use crate::body::Body;
 use crate::copy;
-use crate::loops::{self, Count};
+use crate::loops::{Count, Emitter};
 use crate::mem::Addr;
 use crate::shuffle;
 use crate::sum;
@@ -11,7 +11,8 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use relayout_ir::{LoopKernel, LoopStmt};
+use relayout_ir::{LoopKernel, LoopStmt, Unit};
+use std::borrow::Cow;
 
 /// The signature of every statement function:
 /// `extern "C" fn(src: *const u8, dst: *mut u8, start: u64, end: u64)`.
@@ -21,6 +22,245 @@ pub fn stmt_signature(call_conv: CallConv) -> Signature {
         sig.params.push(AbiParam::new(types::I64));
     }
     sig
+}
+
+/// The signature of a kernel function ([`translate_kernel_fn`]):
+/// `extern "C" fn(src: *const u8, dst: *mut u8, entry: u64, start: u64, end: u64)`.
+pub fn kernel_signature(call_conv: CallConv) -> Signature {
+    let mut sig = Signature::new(call_conv);
+    for _ in 0..5 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    sig
+}
+
+/// The `entry` argument of a kernel function that runs every unit of the schedule in order,
+/// each over its whole outer loop (pass `start = 0` and `end = u64::MAX`).
+pub const RUN_ALL: u64 = u64::MAX;
+
+/// Translates a whole kernel into one function with [`kernel_signature`], named
+/// `%<kernel>` (sanitised as in [`translate_stmt`]). Its *entries* are the units of the
+/// kernel's schedule (`LoopKernel::units`: a statement alone or a band), in order, then the
+/// statements of `variants`: `(index, stmt)` runs `stmt` in place of statement `index` (a
+/// reordering of its loops that the caller has verified, such as the JIT's wide variants; it
+/// must not be in a band). A call with `entry = e` runs entry `e` over the iterations `[start,
+/// min(end, extent))` of its outermost loop (a band: of the loop its members share, every
+/// member in order at each iteration), and a call with [`RUN_ALL`] runs the units one after
+/// the other from `start`. A statement without loops runs when `start < end`; an entry out of
+/// range does nothing.
+///
+/// One function per kernel rather than per statement: Cranelift's fixed cost per function
+/// (contexts, register allocation set-up, one more symbol to link) was most of the compile
+/// time of small kernels, and a band's iterations become a loop around its members' code
+/// instead of a call per member and iteration.
+pub fn translate_kernel_fn(
+    kernel: &LoopKernel,
+    variants: &[(usize, LoopStmt)],
+    config: TargetFrontendConfig,
+    imports: &mut dyn Imports,
+) -> Result<Function, CodegenError> {
+    translate_entries(kernel, &kernel.units(), variants, config, imports)
+}
+
+/// A function with [`kernel_signature`] whose entries are only `variants` (entry `k` runs
+/// variant `k`, as in [`translate_kernel_fn`]); [`RUN_ALL`] does nothing. The JIT compiles
+/// its wide variants this way, when a threaded run first needs them.
+pub fn translate_variants_fn(
+    kernel: &LoopKernel,
+    variants: &[(usize, LoopStmt)],
+    config: TargetFrontendConfig,
+    imports: &mut dyn Imports,
+) -> Result<Function, CodegenError> {
+    translate_entries(kernel, &[], variants, config, imports)
+}
+
+/// A kernel function whose entries are `units`, then `variants`.
+fn translate_entries(
+    kernel: &LoopKernel,
+    units: &[Unit],
+    variants: &[(usize, LoopStmt)],
+    config: TargetFrontendConfig,
+    imports: &mut dyn Imports,
+) -> Result<Function, CodegenError> {
+    if config.pointer_bits() != 64 {
+        return Err(CodegenError::PointerWidth {
+            bits: config.pointer_bits(),
+        });
+    }
+    for (index, stmt) in kernel.stmts.iter().enumerate() {
+        check_stmt(kernel, index, stmt)?;
+    }
+    for (index, stmt) in variants {
+        if *index >= kernel.stmts.len() {
+            return Err(CodegenError::NoStatement {
+                kernel: kernel.name.clone(),
+                index: *index,
+                count: kernel.stmts.len(),
+            });
+        }
+        check_stmt(kernel, *index, stmt)?;
+    }
+    let mut func = Function::with_name_signature(
+        UserFuncName::testcase(sanitize(&kernel.name)),
+        kernel_signature(config.default_call_conv),
+    );
+    let mut ctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let &[src, dst, which, start, end] = b.block_params(entry) else {
+        unreachable!("the kernel signature has five parameters");
+    };
+    // Each body's constants and imports are made at the top of its entry's block, which
+    // dominates all their uses: made in the function's entry block instead, they would be live
+    // across every other entry (and its calls), which costs the register allocator time.
+    let mut streams = false;
+
+    let count = units.len() + variants.len();
+    let blocks: Vec<_> = (0..count).map(|_| b.create_block()).collect();
+    let exit = b.create_block();
+    let dispatch = b.create_block();
+    let all = b.ins().icmp_imm_u(IntCC::Equal, which, RUN_ALL as i64);
+    match blocks.first() {
+        Some(&first) if !units.is_empty() => b.ins().brif(all, first, &[], dispatch, &[]),
+        // Nothing to run all of: `RUN_ALL` is out of the table's range.
+        _ => b.ins().jump(dispatch, &[]),
+    };
+    b.switch_to_block(dispatch);
+    let table: Vec<_> = blocks
+        .iter()
+        .map(|&block| b.func.dfg.block_call(block, &[]))
+        .collect();
+    let default = b.func.dfg.block_call(exit, &[]);
+    let jt = b
+        .func
+        .create_jump_table(cranelift_codegen::ir::JumpTableData::new(default, &table));
+    // `br_table` takes a 32-bit index: larger entries go to the default.
+    let small = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedLessThan, which, count as i64);
+    let in_table = b.create_block();
+    b.ins().brif(small, in_table, &[], exit, &[]);
+    b.switch_to_block(in_table);
+    let index32 = b.ins().ireduce(types::I32, which);
+    b.ins().br_table(index32, jt);
+
+    for (k, &block) in blocks.iter().enumerate() {
+        b.switch_to_block(block);
+        let done = b.create_block();
+        let args = [src, dst, start, end];
+        match (units.get(k), variants.get(k.wrapping_sub(units.len()))) {
+            (Some(&Unit::Stmt(i)), _) => {
+                let (stmt, body) = prepare(&mut b, kernel, i, &kernel.stmts[i], config, imports)?;
+                streams |= body.streams();
+                emit_unit_stmt(&mut b, i, &stmt, &body, args, done)?
+            }
+            (Some(&Unit::Band(band)), _) => {
+                let mut prepared = Vec::with_capacity(band.len);
+                for i in band.members() {
+                    let (stmt, body) =
+                        prepare(&mut b, kernel, i, &kernel.stmts[i], config, imports)?;
+                    streams |= body.streams();
+                    prepared.push((i, stmt, body));
+                }
+                let members: Vec<_> = prepared
+                    .iter()
+                    .map(|(i, stmt, body)| (*i, &**stmt, body))
+                    .collect();
+                emit_band(&mut b, &members, args)?
+            }
+            (None, Some((i, stmt))) => {
+                let (stmt, body) = prepare(&mut b, kernel, *i, stmt, config, imports)?;
+                streams |= body.streams();
+                emit_unit_stmt(&mut b, *i, &stmt, &body, args, done)?
+            }
+            (None, None) => unreachable!("one block per entry"),
+        }
+        b.ins().jump(done, &[]);
+        b.switch_to_block(done);
+        // Run-all goes on to the next unit; the variants are never part of it.
+        match blocks.get(k + 1) {
+            Some(&next) if k + 1 < units.len() => {
+                b.ins().brif(all, next, &[], exit, &[]);
+            }
+            _ => {
+                b.ins().jump(exit, &[]);
+            }
+        }
+    }
+    b.switch_to_block(exit);
+    if streams {
+        // Streaming stores are weakly ordered: fence them before the caller (or the thread
+        // that joins this one) reads the destination.
+        let fence = imports.import(Helper::StoreFence, b.func)?;
+        b.ins().call(fence, &[]);
+    }
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok(func)
+}
+
+/// One statement's range, as [`translate_stmt`] runs it; leaves the builder in a block that
+/// falls through to `done`.
+fn emit_unit_stmt(
+    b: &mut FunctionBuilder,
+    index: usize,
+    stmt: &LoopStmt,
+    body: &Body,
+    args: [cranelift_codegen::ir::Value; 4],
+    done: cranelift_codegen::ir::Block,
+) -> Result<(), CodegenError> {
+    // A nest with an empty loop has no points.
+    if stmt.loops.iter().any(|l| l.extent == 0) {
+        return Ok(());
+    }
+    emit_range(b, index, stmt, body, args, done)
+}
+
+/// A band: for each iteration `i` of `[start, min(end, extent))` of the loop its members
+/// share, every member's nest at outer iteration `i`, in statement order. Leaves the builder
+/// in the block after the loop.
+fn emit_band(
+    b: &mut FunctionBuilder,
+    members: &[(usize, &LoopStmt, &Body)],
+    [src, dst, start, end]: [cranelift_codegen::ir::Value; 4],
+) -> Result<(), CodegenError> {
+    let Some(extent) = members.first().and_then(|(_, s, _)| s.loops.first()) else {
+        return Ok(());
+    };
+    // Members share their outer loops, so an empty loop anywhere empties only that member.
+    let limit = b.ins().iconst(types::I64, extent.extent as i64);
+    let end = b.ins().umin(end, limit);
+    let header = b.create_block();
+    let i = b.append_block_param(header, types::I64);
+    let work = b.create_block();
+    let after = b.create_block();
+    b.ins().jump(header, &[start.into()]);
+    b.switch_to_block(header);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
+    b.ins().brif(more, work, &[], after, &[]);
+    b.switch_to_block(work);
+    for &(index, stmt, body) in members {
+        if stmt.loops.iter().any(|l| l.extent == 0) {
+            continue;
+        }
+        let outer = stmt.loops[0];
+        let src_stride = if body.reads_src() {
+            outer.src_stride
+        } else {
+            0
+        };
+        let s = base(b, src, stmt.src_offset, Some((i, src_stride)));
+        let d = base(b, dst, stmt.dst_offset, Some((i, outer.dst_stride)));
+        emit_nest(b, index, stmt, body, Count::Const(1), s, d)?;
+    }
+    let next = b.ins().iadd_imm_u(i, 1);
+    b.ins().jump(header, &[next.into()]);
+    b.switch_to_block(after);
+    Ok(())
 }
 
 /// Translates every statement of `kernel`, in order.
@@ -55,6 +295,81 @@ pub fn translate_stmt(
             index,
             count: kernel.stmts.len(),
         })?;
+    check_stmt(kernel, index, stmt)?;
+    let name = format!("{}_{index}", sanitize(&kernel.name));
+    let mut func = Function::with_name_signature(
+        UserFuncName::testcase(name),
+        stmt_signature(config.default_call_conv),
+    );
+    let mut ctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let &[src, dst, start, end] = b.block_params(entry) else {
+        unreachable!("the statement signature has four parameters");
+    };
+    let (stmt, body) = prepare(&mut b, kernel, index, stmt, config, imports)?;
+    let stmt: &LoopStmt = &stmt;
+    let exit = b.create_block();
+    // A nest with an empty loop has no points; its function does nothing.
+    if !stmt.loops.iter().any(|l| l.extent == 0) {
+        emit_range(&mut b, index, stmt, &body, [src, dst, start, end], exit)?;
+        if body.streams() {
+            // Streaming stores are weakly ordered: fence them before the caller (or the
+            // thread that joins this one) reads the destination.
+            let fence = imports.import(Helper::StoreFence, b.func)?;
+            b.ins().call(fence, &[]);
+        }
+    }
+    b.ins().jump(exit, &[]);
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok(func)
+}
+
+/// The body of statement `index` (or of a variant of it) and the nest it runs in. An
+/// accumulate with innermost reduction loops (destination stride 0) sums its contributions in
+/// registers (`sum.rs`): its nest is the loops outside them.
+fn prepare<'s>(
+    b: &mut FunctionBuilder,
+    kernel: &LoopKernel,
+    index: usize,
+    stmt: &'s LoopStmt,
+    config: TargetFrontendConfig,
+    imports: &mut dyn Imports,
+) -> Result<(Cow<'s, LoopStmt>, Body), CodegenError> {
+    let summed = sum::reduction_split(stmt).and_then(|split| {
+        let terms = sum::terms(&stmt.loops[split..])?;
+        let outer = LoopStmt {
+            loops: stmt.loops[..split].to_vec(),
+            ..stmt.clone()
+        };
+        Some((outer, terms))
+    });
+    if let Some((outer, terms)) = summed {
+        let body = Body::sum(b, kernel.dtype(), stmt.bytes, terms, config, imports)?;
+        return Ok((Cow::Owned(outer), body));
+    }
+    let stream = streams_in(kernel, index, stmt)?;
+    let body = Body::new(
+        b,
+        stmt.action,
+        kernel.dtype(),
+        stmt.bytes,
+        stream,
+        config,
+        imports,
+    )?;
+    Ok((Cow::Borrowed(stmt), body))
+}
+
+/// The checks every statement passes before it is translated: the kernel's element types
+/// agree, and the run is a positive multiple of the element size that fits an `i64`.
+fn check_stmt(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<(), CodegenError> {
     if kernel.src.dtype != kernel.dst.dtype {
         return Err(CodegenError::ElementTypes {
             src: kernel.src.dtype,
@@ -76,21 +391,12 @@ pub fn translate_stmt(
             what: "the run length",
         });
     }
+    Ok(())
+}
 
-    let name = format!("{}_{index}", sanitize(&kernel.name));
-    let mut func = Function::with_name_signature(
-        UserFuncName::testcase(name),
-        stmt_signature(config.default_call_conv),
-    );
-    let mut ctx = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let &[src, dst, start, end] = b.block_params(entry) else {
-        unreachable!("the statement signature has four parameters");
-    };
+/// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and
+/// strides), writes with streaming stores.
+fn streams_in(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<bool, CodegenError> {
     let dst_bytes = kernel
         .dst
         .size_bytes()
@@ -114,57 +420,12 @@ pub fn translate_stmt(
     };
     let streams =
         |s: &relayout_ir::LoopStmt| copy::streams(s.action, s.bytes, dst_bytes) && whole_lines(s);
-    let stream = streams(stmt)
+    Ok(streams(stmt)
         && kernel
             .bands
             .iter()
             .find(|band| band.members().contains(&index))
-            .is_none_or(|band| kernel.stmts[band.members()].iter().all(streams));
-    // An accumulate with reduction loops sums in registers: the nest is the loops outside them.
-    let summed = sum::reduction_split(stmt).and_then(|split| {
-        let terms = sum::terms(&stmt.loops[split..])?;
-        let outer = LoopStmt {
-            loops: stmt.loops[..split].to_vec(),
-            ..stmt.clone()
-        };
-        Some((outer, terms))
-    });
-    let (stmt, body) = match summed {
-        Some((outer, terms)) => {
-            let body = Body::sum(&mut b, dtype, stmt.bytes, terms, config, imports)?;
-            (std::borrow::Cow::Owned(outer), body)
-        }
-        None => {
-            let body = Body::new(
-                &mut b,
-                stmt.action,
-                dtype,
-                stmt.bytes,
-                stream,
-                config,
-                imports,
-            )?;
-            (std::borrow::Cow::Borrowed(stmt), body)
-        }
-    };
-    let stmt: &LoopStmt = &stmt;
-    let exit = b.create_block();
-    // A nest with an empty loop has no points; its function does nothing.
-    if !stmt.loops.iter().any(|l| l.extent == 0) {
-        emit_range(&mut b, index, stmt, &body, [src, dst, start, end], exit)?;
-        if body.streams() {
-            // Streaming stores are weakly ordered: fence them before the caller (or the
-            // thread that joins this one) reads the destination.
-            let fence = imports.import(Helper::StoreFence, b.func)?;
-            b.ins().call(fence, &[]);
-        }
-    }
-    b.ins().jump(exit, &[]);
-    b.switch_to_block(exit);
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-    b.finalize(config);
-    Ok(func)
+            .is_none_or(|band| kernel.stmts[band.members()].iter().all(streams)))
 }
 
 /// Runs the iterations `[start, min(end, extent))` of the outermost loop, or the single point
@@ -203,10 +464,25 @@ fn emit_range(
     };
     let s = base(b, src, stmt.src_offset, Some((start, src_stride)));
     let d = base(b, dst, stmt.dst_offset, Some((start, outer.dst_stride)));
+    emit_nest(b, index, stmt, body, Count::Dyn(count), s, d)
+}
+
+/// The statement's nest (loops not empty) from `src` and `dst`, its outer loop running
+/// `count` times: with shuffle blocks when the planner finds them, else as plain loops.
+fn emit_nest(
+    b: &mut FunctionBuilder,
+    index: usize,
+    stmt: &LoopStmt,
+    body: &Body,
+    count: Count,
+    s: Addr,
+    d: Addr,
+) -> Result<(), CodegenError> {
+    let emitter = Emitter { stmt: index, body };
     if let Some(plan) = shuffle::plan(stmt) {
-        return shuffle::nest(b, index, stmt, &plan, body, Count::Dyn(count), s, d);
+        return emitter.shuffle_nest(b, stmt, &plan, count, s, d);
     }
-    loops::nest(b, index, body, &stmt.loops, Count::Dyn(count), s, d)
+    emitter.nest(b, &stmt.loops, count, s, d)
 }
 
 /// The address of an operand at the first iteration: `ptr + offset + start * stride`. An

@@ -1,7 +1,10 @@
 //! # relayout-codegen
 //!
-//! Translates a loop kernel ([`relayout_ir::LoopKernel`]) into Cranelift IR: one function per
-//! statement, with the signature
+//! Translates a loop kernel ([`relayout_ir::LoopKernel`]) into Cranelift IR: one function for
+//! the whole kernel ([`translate_kernel_fn`], what the JIT compiles: an entry per unit of the
+//! schedule, see [`kernel_signature`] and [`RUN_ALL`]), or one function per statement
+//! ([`translate_stmt`], what [`clif_text`] prints and ahead-of-time objects link), with the
+//! signature
 //!
 //! ```text
 //! extern "C" fn(src: *const u8, dst: *mut u8, start: u64, end: u64)
@@ -51,7 +54,10 @@ mod sum;
 pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use describe::describe;
 pub use error::CodegenError;
-pub use function::{stmt_signature, translate_kernel, translate_stmt};
+pub use function::{
+    kernel_signature, stmt_signature, translate_kernel, translate_kernel_fn, translate_stmt,
+    translate_variants_fn, RUN_ALL,
+};
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};

@@ -96,163 +96,173 @@ const UNROLL_RUNS: usize = 4;
 /// execution order.
 type Pattern = [(i64, i64)];
 
-/// Emits the loop nest `loops` (outermost first, none empty) around `body`, the outermost
-/// running `count` times.
-pub(crate) fn nest(
-    b: &mut FunctionBuilder,
-    stmt: usize,
-    body: &Body,
-    loops: &[Loop],
-    count: Count,
-    src: Addr,
-    dst: Addr,
-) -> Result<(), CodegenError> {
-    let overflow = || CodegenError::Overflow {
-        stmt,
-        what: "an unrolled offset",
-    };
-    // Fold small innermost loops into the pattern. The outermost loop is never folded: its
-    // count is only known at run time.
-    let mut pattern = vec![(0i64, 0i64)];
-    let mut depth = loops.len();
-    while body.is_small() && depth > 1 {
-        let l = &loops[depth - 1];
-        let runs = usize::try_from(l.extent)
-            .ok()
-            .and_then(|e| e.checked_mul(pattern.len()))
-            .filter(|&runs| runs <= MAX_PATTERN);
-        if runs.is_none() {
-            break;
+/// What every emitter of one statement's nest needs besides the builder: the statement's
+/// index (for errors) and the body its innermost loop runs. The builder stays an argument of
+/// each method because the loop bodies, which are closures, are handed it back.
+#[derive(Clone, Copy)]
+pub(crate) struct Emitter<'a> {
+    pub stmt: usize,
+    pub body: &'a Body,
+}
+
+impl Emitter<'_> {
+    /// The overflow error of this statement, for `what`.
+    pub fn overflow(&self, what: &'static str) -> CodegenError {
+        CodegenError::Overflow {
+            stmt: self.stmt,
+            what,
         }
-        let ss = src_stride(body, l);
-        let mut folded = Vec::with_capacity(MAX_PATTERN);
-        for j in 0..l.extent as i64 {
-            for &(s, d) in &pattern {
-                let s = ss.checked_mul(j).and_then(|o| o.checked_add(s));
-                let d = l.dst_stride.checked_mul(j).and_then(|o| o.checked_add(d));
-                folded.push((s.ok_or_else(overflow)?, d.ok_or_else(overflow)?));
+    }
+
+    /// A fill never reads its source, so its source pointer never moves.
+    fn src_stride(&self, l: &Loop) -> i64 {
+        if self.body.reads_src() {
+            l.src_stride
+        } else {
+            0
+        }
+    }
+
+    /// Emits the loop nest `loops` (outermost first, none empty) around the body, the
+    /// outermost running `count` times.
+    pub fn nest(
+        &self,
+        b: &mut FunctionBuilder,
+        loops: &[Loop],
+        count: Count,
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
+        let overflow = || self.overflow("an unrolled offset");
+        // Fold small innermost loops into the pattern. The outermost loop is never folded:
+        // its count is only known at run time.
+        let mut pattern = vec![(0i64, 0i64)];
+        let mut depth = loops.len();
+        while self.body.is_small() && depth > 1 {
+            let l = &loops[depth - 1];
+            let runs = usize::try_from(l.extent)
+                .ok()
+                .and_then(|e| e.checked_mul(pattern.len()))
+                .filter(|&runs| runs <= MAX_PATTERN);
+            if runs.is_none() {
+                break;
             }
+            let ss = self.src_stride(l);
+            let mut folded = Vec::with_capacity(MAX_PATTERN);
+            for j in 0..l.extent as i64 {
+                for &(s, d) in &pattern {
+                    let s = ss.checked_mul(j).and_then(|o| o.checked_add(s));
+                    let d = l.dst_stride.checked_mul(j).and_then(|o| o.checked_add(d));
+                    folded.push((s.ok_or_else(overflow)?, d.ok_or_else(overflow)?));
+                }
+            }
+            pattern = folded;
+            depth -= 1;
         }
-        pattern = folded;
-        depth -= 1;
+        self.levels(b, &loops[..depth], &pattern, count, src, dst)
     }
-    levels(b, stmt, body, &loops[..depth], &pattern, count, src, dst)
-}
 
-/// The loops that were not folded, around the pattern.
-#[allow(clippy::too_many_arguments)]
-fn levels(
-    b: &mut FunctionBuilder,
-    stmt: usize,
-    body: &Body,
-    loops: &[Loop],
-    pattern: &Pattern,
-    count: Count,
-    src: Addr,
-    dst: Addr,
-) -> Result<(), CodegenError> {
-    let Some((l, inner)) = loops.split_first() else {
-        return emit_pattern(b, stmt, body, pattern, src, dst);
-    };
-    // Streaming runs are long and not folded, so the pattern is the single run.
-    if inner.is_empty()
-        && pattern == [(0, 0)]
-        && body.emit_stream_rows(b, count, (src_stride(body, l), l.dst_stride), src, dst)
-    {
-        return Ok(());
-    }
-    if inner.is_empty() && body.is_small() {
-        // A power of two, so that the runtime split of the count is a shift and a mask.
-        let raw = (UNROLL_RUNS / pattern.len()).max(1) as u64;
-        let u = 1u64 << (63 - raw.leading_zeros());
-        // A runtime count below the unroll factor would never enter the unrolled loop.
-        let worth = match count {
-            Count::Const(_) => true,
-            Count::Dyn(_) => l.extent >= u,
+    /// The loops that were not folded, around the pattern.
+    fn levels(
+        &self,
+        b: &mut FunctionBuilder,
+        loops: &[Loop],
+        pattern: &Pattern,
+        count: Count,
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
+        let Some((l, inner)) = loops.split_first() else {
+            return self.emit_pattern(b, pattern, src, dst);
         };
-        if u > 1 && worth {
-            return unrolled(b, stmt, body, pattern, l, u, count, src, dst);
+        let steps = (self.src_stride(l), l.dst_stride);
+        // Streaming runs are long and not folded, so the pattern is the single run.
+        if inner.is_empty()
+            && pattern == [(0, 0)]
+            && self.body.emit_stream_rows(b, count, steps, src, dst)
+        {
+            return Ok(());
         }
-    }
-    let steps = (src_stride(body, l), l.dst_stride);
-    counted_loop(b, count, src, dst, steps, &mut |b, s, d| {
-        let count = Count::Const(inner.first().map_or(1, |l| l.extent));
-        levels(b, stmt, body, inner, pattern, count, s, d)
-    })
-}
-
-/// Every run of `pattern`, in order.
-fn emit_pattern(
-    b: &mut FunctionBuilder,
-    stmt: usize,
-    body: &Body,
-    pattern: &Pattern,
-    src: Addr,
-    dst: Addr,
-) -> Result<(), CodegenError> {
-    for &(s, d) in pattern {
-        let overflow = || CodegenError::Overflow {
-            stmt,
-            what: "an unrolled offset",
-        };
-        body.emit(
-            b,
-            src.plus(s).ok_or_else(overflow)?,
-            dst.plus(d).ok_or_else(overflow)?,
-        )?;
-    }
-    Ok(())
-}
-
-/// A fill never reads its source, so its source pointer never moves.
-fn src_stride(body: &Body, l: &Loop) -> i64 {
-    if body.reads_src() {
-        l.src_stride
-    } else {
-        0
-    }
-}
-
-/// The innermost loop, unrolled: `u` patterns per iteration at immediate offsets, then the
-/// remaining `count mod u` iterations (straight-line when the count is known, else a loop).
-#[allow(clippy::too_many_arguments)]
-fn unrolled(
-    b: &mut FunctionBuilder,
-    stmt: usize,
-    body: &Body,
-    pattern: &Pattern,
-    l: &Loop,
-    u: u64,
-    count: Count,
-    src: Addr,
-    dst: Addr,
-) -> Result<(), CodegenError> {
-    let overflow = || CodegenError::Overflow {
-        stmt,
-        what: "the unrolled loop's step",
-    };
-    let (ss, ds) = (src_stride(body, l), l.dst_stride);
-    grouped_loop(
-        b,
-        count,
-        u,
-        src,
-        dst,
-        (ss, ds),
-        &mut |b, s, d, part| {
-            let n = match part {
-                Part::Group => u as i64,
-                Part::One => 1,
+        if inner.is_empty() && self.body.is_small() {
+            let u = unroll_factor(pattern);
+            // A runtime count below the unroll factor would never enter the unrolled loop.
+            let worth = match count {
+                Count::Const(_) => true,
+                Count::Dyn(_) => l.extent >= u,
             };
-            for j in 0..n {
-                let s = s.plus(j * ss).ok_or_else(overflow)?;
-                let d = d.plus(j * ds).ok_or_else(overflow)?;
-                emit_pattern(b, stmt, body, pattern, s, d)?;
+            if u > 1 && worth {
+                return self.unrolled(b, pattern, l, count, src, dst);
             }
-            Ok(())
-        },
-        &overflow,
-    )
+        }
+        counted_loop(b, count, src, dst, steps, &mut |b, s, d| {
+            let count = Count::Const(inner.first().map_or(1, |l| l.extent));
+            self.levels(b, inner, pattern, count, s, d)
+        })
+    }
+
+    /// Every run of `pattern`, in order.
+    fn emit_pattern(
+        &self,
+        b: &mut FunctionBuilder,
+        pattern: &Pattern,
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
+        let overflow = || self.overflow("an unrolled offset");
+        for &(s, d) in pattern {
+            self.body.emit(
+                b,
+                src.plus(s).ok_or_else(overflow)?,
+                dst.plus(d).ok_or_else(overflow)?,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The innermost loop, unrolled: [`unroll_factor`] patterns per iteration at immediate
+    /// offsets, then the remaining iterations (straight-line when the count is known, else a
+    /// loop).
+    fn unrolled(
+        &self,
+        b: &mut FunctionBuilder,
+        pattern: &Pattern,
+        l: &Loop,
+        count: Count,
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
+        let u = unroll_factor(pattern);
+        let overflow = || self.overflow("the unrolled loop's step");
+        let (ss, ds) = (self.src_stride(l), l.dst_stride);
+        grouped_loop(
+            b,
+            count,
+            u,
+            (src, dst),
+            (ss, ds),
+            &mut |b, s, d, part| {
+                let n = match part {
+                    Part::Group => u as i64,
+                    Part::One => 1,
+                };
+                for j in 0..n {
+                    let s = s.plus(j * ss).ok_or_else(overflow)?;
+                    let d = d.plus(j * ds).ok_or_else(overflow)?;
+                    self.emit_pattern(b, pattern, s, d)?;
+                }
+                Ok(())
+            },
+            &overflow,
+        )
+    }
+}
+
+/// How many patterns an iteration of the unrolled innermost loop runs: about
+/// [`UNROLL_RUNS`] runs, as a power of two, so that the runtime split of the count is a shift
+/// and a mask.
+fn unroll_factor(pattern: &Pattern) -> u64 {
+    let raw = (UNROLL_RUNS / pattern.len()).max(1) as u64;
+    1u64 << (63 - raw.leading_zeros())
 }
 
 /// What a [`GroupedBody`] emits: `group` consecutive iterations, or one.
@@ -266,18 +276,17 @@ pub(crate) enum Part {
 pub(crate) type GroupedBody<'a> =
     dyn FnMut(&mut FunctionBuilder, Addr, Addr, Part) -> Result<(), CodegenError> + 'a;
 
-/// `count` iterations stepping by `steps`, run `group` (a power of two) at a time by
+/// `count` iterations from `src` and `dst` stepping by `steps`, run `group` (a power of two)
+/// at a time by
 /// `body(.., Part::Group)` in a loop, then the remaining `count mod group` one at a time by
 /// `body(.., Part::One)`: straight-line when the count is known, else behind a branch (a
 /// loop unless only one can remain). Unrolled loops and shuffle tiles both take this shape.
 /// Leaves the builder in the block after the loop.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn grouped_loop(
     b: &mut FunctionBuilder,
     count: Count,
     group: u64,
-    src: Addr,
-    dst: Addr,
+    (src, dst): (Addr, Addr),
     steps: (i64, i64),
     body: &mut GroupedBody<'_>,
     overflow: &dyn Fn() -> CodegenError,

@@ -16,8 +16,7 @@
 //! that is all this path accepts (not fill, whose runs are not small enough to need it here,
 //! and never accumulate). The X iterations that do not fill a tile run as scalar runs.
 
-use crate::body::Body;
-use crate::loops::{counted_loop, grouped_loop, Count, LoopBody, Part};
+use crate::loops::{counted_loop, grouped_loop, Count, Emitter, LoopBody, Part};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
@@ -421,75 +420,146 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// Emits the statement's nest with the block innermost; `count` iterations of the outermost
-/// loop run from `src` and `dst`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn nest(
-    b: &mut FunctionBuilder,
-    stmt_index: usize,
-    stmt: &LoopStmt,
-    plan: &Plan,
-    body: &Body,
-    count: Count,
-    src: Addr,
-    dst: Addr,
-) -> Result<(), CodegenError> {
-    let overflow = || CodegenError::Overflow {
-        stmt: stmt_index,
-        what: "a shuffle block offset",
-    };
-    let others: Vec<Loop> = stmt
-        .loops
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != plan.x && i != plan.f)
-        .map(|(_, l)| *l)
-        .collect();
-    let lx = stmt.loops[plan.x];
-    let lf = stmt.loops[plan.f];
-    // The scalar runs of one X iteration: all of F.
-    let mut leftover = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
-        for j in 0..lf.extent as i64 {
-            let s = lf.src_stride.checked_mul(j).and_then(|o| s.plus(o));
-            let d = lf.dst_stride.checked_mul(j).and_then(|o| d.plus(o));
-            body.emit(b, s.ok_or_else(overflow)?, d.ok_or_else(overflow)?)?;
-        }
-        Ok(())
-    };
-    let mut block = |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
-    // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
-    let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
-    if plan.x == 0 {
-        // X is the outermost loop, whose count is only known at run time: tile it, and put
-        // the other loops inside both the tiles and the leftover iterations.
-        tiled(
-            b,
-            &lx,
-            plan.tile,
-            1,
-            count,
-            src,
-            dst,
-            &mut |b, s, d| around(b, &others, None, s, d, &mut block),
-            &mut |b, s, d| around(b, &others, None, s, d, &mut leftover),
-            overflow,
-        )
-    } else {
-        around(b, &others, Some(count), src, dst, &mut |b, s, d| {
-            tiled(
+impl Emitter<'_> {
+    /// Emits the statement's nest with the block innermost; `count` iterations of the
+    /// outermost loop run from `src` and `dst`.
+    pub(crate) fn shuffle_nest(
+        &self,
+        b: &mut FunctionBuilder,
+        stmt: &LoopStmt,
+        plan: &Plan,
+        count: Count,
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
+        let overflow = || self.overflow("a shuffle block offset");
+        let others: Vec<Loop> = stmt
+            .loops
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != plan.x && i != plan.f)
+            .map(|(_, l)| *l)
+            .collect();
+        let lx = stmt.loops[plan.x];
+        let lf = stmt.loops[plan.f];
+        // The scalar runs of one X iteration: all of F.
+        let mut leftover = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
+            for j in 0..lf.extent as i64 {
+                let s = lf.src_stride.checked_mul(j).and_then(|o| s.plus(o));
+                let d = lf.dst_stride.checked_mul(j).and_then(|o| d.plus(o));
+                self.body
+                    .emit(b, s.ok_or_else(overflow)?, d.ok_or_else(overflow)?)?;
+            }
+            Ok(())
+        };
+        let mut block =
+            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
+        // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
+        let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
+        if plan.x == 0 {
+            // X is the outermost loop, whose count is only known at run time: tile it, and put
+            // the other loops inside both the tiles and the leftover iterations.
+            self.tiled(
                 b,
                 &lx,
-                plan.tile,
-                unroll,
-                Count::Const(lx.extent),
-                s,
-                d,
-                &mut block,
-                &mut leftover,
-                overflow,
+                (plan.tile, 1),
+                count,
+                (src, dst),
+                Tiles {
+                    block: &mut |b, s, d| around(b, &others, None, s, d, &mut block),
+                    single: &mut |b, s, d| around(b, &others, None, s, d, &mut leftover),
+                },
             )
-        })
+        } else {
+            around(b, &others, Some(count), src, dst, &mut |b, s, d| {
+                self.tiled(
+                    b,
+                    &lx,
+                    (plan.tile, unroll),
+                    Count::Const(lx.extent),
+                    (s, d),
+                    Tiles {
+                        block: &mut block,
+                        single: &mut leftover,
+                    },
+                )
+            })
+        }
     }
+
+    /// `count` iterations of loop `l` from `src` and `dst`: whole tiles of `tile` iterations
+    /// by `block`, then the remaining iterations one by one by `single`. With a known count,
+    /// up to `unroll` blocks (a power of two) run per loop iteration.
+    fn tiled(
+        &self,
+        b: &mut FunctionBuilder,
+        l: &Loop,
+        (tile, unroll): (u64, u64),
+        count: Count,
+        (src, dst): (Addr, Addr),
+        Tiles { block, single }: Tiles<'_, '_>,
+    ) -> Result<(), CodegenError> {
+        let overflow = || self.overflow("a shuffle block offset");
+        match count {
+            Count::Const(n) => {
+                let main = n / tile;
+                // Cranelift does not unroll: a loop of one small block spends as many
+                // instructions on the loop as on the block. So up to `unroll` blocks per
+                // iteration, and the leftover blocks one by one.
+                let u = if main == 0 {
+                    1
+                } else {
+                    1u64 << (63 - unroll.min(main).leading_zeros())
+                };
+                let big = (
+                    l.src_stride.checked_mul(tile as i64).ok_or_else(overflow)?,
+                    l.dst_stride.checked_mul(tile as i64).ok_or_else(overflow)?,
+                );
+                grouped_loop(
+                    b,
+                    Count::Const(main),
+                    u,
+                    (src, dst),
+                    big,
+                    &mut |b, s, d, part| {
+                        let blocks = if part == Part::Group { u } else { 1 };
+                        for k in 0..blocks as i64 {
+                            let s = big.0.checked_mul(k).and_then(|o| s.plus(o));
+                            let d = big.1.checked_mul(k).and_then(|o| d.plus(o));
+                            block(b, s.ok_or_else(overflow)?, d.ok_or_else(overflow)?)?;
+                        }
+                        Ok(())
+                    },
+                    &overflow,
+                )?;
+                for j in main * tile..n {
+                    let s = l.src_stride.checked_mul(j as i64).and_then(|o| src.plus(o));
+                    let d = l.dst_stride.checked_mul(j as i64).and_then(|o| dst.plus(o));
+                    single(b, s.ok_or_else(overflow)?, d.ok_or_else(overflow)?)?;
+                }
+                Ok(())
+            }
+            Count::Dyn(_) => grouped_loop(
+                b,
+                count,
+                tile,
+                (src, dst),
+                (l.src_stride, l.dst_stride),
+                &mut |b, s, d, part| match part {
+                    Part::Group => block(b, s, d),
+                    Part::One => single(b, s, d),
+                },
+                &overflow,
+            ),
+        }
+    }
+}
+
+/// What [`Emitter::tiled`] runs: a whole tile (`block`), and one leftover iteration
+/// (`single`).
+struct Tiles<'a, 'b> {
+    block: &'a mut LoopBody<'b>,
+    single: &'a mut LoopBody<'b>,
 }
 
 /// The ordinary loops `loops` (outermost first) around `inner`; the first runs `count` times
@@ -514,82 +584,6 @@ fn around(
         (l.src_stride, l.dst_stride),
         &mut |b, s, d| around(b, rest, None, s, d, inner),
     )
-}
-
-/// `count` iterations of loop `l`: whole tiles of `tile` iterations by `block`, then the
-/// remaining iterations one by one by `single`. With a known count, up to `unroll` blocks
-/// (a power of two) run per loop iteration.
-#[allow(clippy::too_many_arguments)]
-fn tiled(
-    b: &mut FunctionBuilder,
-    l: &Loop,
-    tile: u64,
-    unroll: u64,
-    count: Count,
-    src: Addr,
-    dst: Addr,
-    block: &mut LoopBody<'_>,
-    single: &mut LoopBody<'_>,
-    overflow: impl Fn() -> CodegenError,
-) -> Result<(), CodegenError> {
-    match count {
-        Count::Const(n) => {
-            let main = n / tile;
-            // Cranelift does not unroll: a loop of one small block spends as many
-            // instructions on the loop as on the block. So up to `unroll` blocks per
-            // iteration, and the leftover blocks one by one.
-            let u = if main == 0 {
-                1
-            } else {
-                1u64 << (63 - unroll.min(main).leading_zeros())
-            };
-            let big = (
-                l.src_stride
-                    .checked_mul(tile as i64)
-                    .ok_or_else(&overflow)?,
-                l.dst_stride
-                    .checked_mul(tile as i64)
-                    .ok_or_else(&overflow)?,
-            );
-            grouped_loop(
-                b,
-                Count::Const(main),
-                u,
-                src,
-                dst,
-                big,
-                &mut |b, s, d, part| {
-                    let blocks = if part == Part::Group { u } else { 1 };
-                    for k in 0..blocks as i64 {
-                        let s = big.0.checked_mul(k).and_then(|o| s.plus(o));
-                        let d = big.1.checked_mul(k).and_then(|o| d.plus(o));
-                        block(b, s.ok_or_else(&overflow)?, d.ok_or_else(&overflow)?)?;
-                    }
-                    Ok(())
-                },
-                &overflow,
-            )?;
-            for j in main * tile..n {
-                let s = l.src_stride.checked_mul(j as i64).and_then(|o| src.plus(o));
-                let d = l.dst_stride.checked_mul(j as i64).and_then(|o| dst.plus(o));
-                single(b, s.ok_or_else(&overflow)?, d.ok_or_else(&overflow)?)?;
-            }
-            Ok(())
-        }
-        Count::Dyn(_) => grouped_loop(
-            b,
-            count,
-            tile,
-            src,
-            dst,
-            (l.src_stride, l.dst_stride),
-            &mut |b, s, d, part| match part {
-                Part::Group => block(b, s, d),
-                Part::One => single(b, s, d),
-            },
-            &overflow,
-        ),
-    }
 }
 
 /// One block: load the source vectors, build and store the destination vectors.

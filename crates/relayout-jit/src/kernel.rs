@@ -1,6 +1,6 @@
 //! `CompiledKernel`: the public face of a compiled loop kernel.
 
-use crate::module::JitCode;
+use crate::module::{JitCode, StageTiming};
 use crate::{threads, Element, JitError, RunError};
 
 use relayout_ir::LoopKernel;
@@ -34,18 +34,26 @@ impl CompiledKernel {
         self.code.kernel()
     }
 
+    /// Where [`compile`](Self::compile)'s time went, in order: `verify` (the bounds proof),
+    /// `module` (a JIT module for the kernel), `codegen` (loop IR to Cranelift IR),
+    /// `cranelift` (Cranelift IR to machine code) and `link` (placing the code in executable
+    /// memory).
+    pub fn compile_timings(&self) -> &[StageTiming] {
+        self.code.timings()
+    }
+
     /// Runs the kernel on the calling thread. `src` and `dst` must be exactly the byte sizes of
     /// the kernel's source and destination types; `dst` is updated in place (bytes no
     /// statement writes keep their value).
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), RunError> {
-        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+        self.code.run_whole(src, dst)
     }
 
     /// [`run`](Self::run) on element slices. `T` must have the size of the kernel's element
     /// type (any type of that size is accepted: an f32 kernel moves `u32`s just as well).
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), RunError> {
         self.check_element::<T>()?;
-        self.code.run(src, dst, &|_, _| 1, &mut |_| ())
+        self.code.run_whole(src, dst)
     }
 
     /// [`run_typed`](Self::run_typed) on up to `threads` threads, as

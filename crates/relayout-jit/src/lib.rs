@@ -3,9 +3,9 @@
 //! Turns a loop kernel into machine code for this machine and runs it safely.
 //!
 //! [`CompiledKernel::compile`] verifies the kernel (`relayout_ir::verify_loop_kernel` must
-//! prove every access in bounds, or nothing is compiled), translates each statement with
-//! relayout-codegen, and compiles them all into one Cranelift JIT module, which is freed when
-//! the `CompiledKernel` is dropped. [`CompiledKernel::run`] checks both buffer lengths against
+//! prove every access in bounds, or nothing is compiled), translates the whole kernel with
+//! relayout-codegen into one function (an entry per unit of its schedule), and compiles it into
+//! a Cranelift JIT module of its own, which is freed when the `CompiledKernel` is dropped. [`CompiledKernel::run`] checks both buffer lengths against
 //! the kernel's tensor types before any machine code runs; [`CompiledKernel::run_typed`] does
 //! the same on slices of an [`Element`] type; [`CompiledKernel::run_threaded`] splits each
 //! statement's outermost loop over a process-wide thread pool. [`aot_object`] compiles the
@@ -79,3 +79,4 @@ pub use element::Element;
 pub use error::{JitError, Operand, RunError};
 pub use kernel::{CompiledKernel, Split, SplitReport, StmtSplit};
 pub use listing::{machine_code_text, Listing, HAS_DISASSEMBLER};
+pub use module::StageTiming;

@@ -2,7 +2,7 @@
 //!
 //! # Safety
 //!
-//! A statement function reads `[src, src + src_len)` and writes `[dst, dst + dst_len)` and
+//! The kernel function reads `[src, src + src_len)` and writes `[dst, dst + dst_len)` and
 //! nothing else, when four things hold, each established here before any call:
 //!
 //! 1. The kernel passed `relayout_ir::verify_loop_kernel`, which proves that every run of
@@ -10,21 +10,23 @@
 //!    ([`JitCode::compile`] verifies before it generates any code).
 //! 2. The buffers have exactly the byte sizes of the kernel's tensor types
 //!    ([`JitCode::check_lengths`], before every run).
-//! 3. `[start, end)` lies inside the outermost loop (the ranges passed are `0..extent` or a
-//!    piece of it from [`split_even`]; the generated code also clamps `end` to the extent).
+//! 3. The iterations run lie inside the outermost loop: the ranges passed are pieces of
+//!    `0..extent` from [`split_even`], or `0..u64::MAX` for a whole unit, and the generated
+//!    code clamps `end` to the extent of the entry it runs (and runs no entry out of range).
 //! 4. The code does what the loop IR says. That is relayout-codegen's job, checked by the
 //!    execution tests against the interpreter.
 //!
 //! The source is only read and the destination is borrowed mutably for the whole run, so no
 //! Rust code observes the destination while machine code writes it, and the two cannot
-//! overlap. A threaded run calls one statement on several threads at once with disjoint
-//! ranges of the outermost loop, and only for statements whose different outer iterations
-//! write disjoint destination bytes ([`outer_iterations_disjoint`]), so the threads never
-//! touch the same destination byte; the scope of the thread pool ends before the next
-//! statement starts and before the run returns.
+//! overlap. A threaded run calls one entry (a statement or a band) on several threads at once
+//! with disjoint ranges of the outermost loop, and only for statements whose different outer
+//! iterations write disjoint destination bytes ([`outer_iterations_disjoint`]) and for bands,
+//! so the threads never touch the same destination byte; the scope of the thread pool ends
+//! before the next unit starts and before the run returns.
 //!
-//! The function pointers never leave [`JitCode`], and [`JitCode`]'s `Drop` frees the code
-//! memory; no call can be running then, because every call borrows the `JitCode`.
+//! The function pointers never leave [`JitCode`], and the `Drop` of the module that holds
+//! their code ([`OwnedModule`]) frees its memory when the `JitCode` is dropped; no call can be
+//! running then, because every call borrows the `JitCode`.
 
 use crate::error::{Operand, RunError};
 use crate::{helpers, isa, threads, Element, JitError, StmtSplit};
@@ -34,10 +36,13 @@ use cranelift_codegen::isa::TargetIsa;
 use cranelift_codegen::{CodegenError, Context};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Module, ModuleReloc};
-use relayout_codegen::{stmt_signature, translate_stmt, Helper, ModuleImports};
-use relayout_ir::{Band, LoopKernel, LoopStmt, Unit};
+use relayout_codegen::{
+    kernel_signature, translate_kernel_fn, translate_variants_fn, Helper, ModuleImports, RUN_ALL,
+};
+use relayout_ir::{LoopKernel, LoopStmt, Unit};
 use std::ops::Range;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// One function's machine code, before it is placed in the module.
 struct MachineCode {
@@ -46,16 +51,22 @@ struct MachineCode {
     relocs: Vec<ModuleReloc>,
 }
 
-/// Compiles each function for `isa`, in parallel on the pool when there are several and the
-/// pool exists (a kernel of many statements, such as a padded SpaceToBatchND or a Col2Im,
-/// compiles in about half the time on two cores), in order otherwise.
-fn compile_all(
+/// Compiles `func` for `isa` into machine code for a module's function `id`.
+///
+/// Cranelift's `Context` keeps the register allocator's working memory between compiles; one
+/// per thread is reused, which saves the allocations that were a visible part of a small
+/// kernel's compile.
+fn compile_one(
     isa: &dyn TargetIsa,
-    funcs: Vec<Function>,
-    ids: &[FuncId],
-) -> Vec<Result<MachineCode, CodegenError>> {
-    let one = |(func, &id): (Function, &FuncId)| {
-        let mut ctx = Context::for_function(func);
+    func: Function,
+    id: FuncId,
+) -> Result<MachineCode, CodegenError> {
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Context> = std::cell::RefCell::new(Context::new());
+    }
+    let compile = |ctx: &mut Context| {
+        ctx.clear();
+        ctx.func = func;
         let alignment = ctx
             .compile(isa, &mut ControlPlane::default())
             .map_err(|e| e.inner)?
@@ -75,20 +86,20 @@ fn compile_all(
             relocs,
         })
     };
-    match threads::pool() {
-        Some(pool) if funcs.len() > 1 => pool.install(|| {
-            use rayon::prelude::*;
-            funcs.into_par_iter().zip(ids).map(one).collect()
-        }),
-        _ => funcs.into_iter().zip(ids).map(one).collect(),
-    }
+    CONTEXT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut ctx) => compile(&mut ctx),
+        // Not reentrant in practice; a fresh context is always correct.
+        Err(_) => compile(&mut Context::new()),
+    })
 }
 
-/// A statement's entry point. It is an `unsafe fn` because it trusts its arguments.
-type StmtFn = unsafe extern "C" fn(src: *const u8, dst: *mut u8, start: u64, end: u64);
+/// The kernel's function (`relayout_codegen::translate_kernel_fn`): `entry` selects a unit of
+/// the schedule (or a wide variant, or `RUN_ALL`), `start..end` the iterations of its outer
+/// loop. It is an `unsafe fn` because it trusts its arguments.
+type KernelFn =
+    unsafe extern "C" fn(src: *const u8, dst: *mut u8, entry: u64, start: u64, end: u64);
 
 struct StmtCode {
-    entry: StmtFn,
     /// Iterations of the outermost loop; 1 for a statement without loops.
     extent: u64,
     /// Whether different outer iterations write disjoint destination bytes.
@@ -100,10 +111,20 @@ struct StmtCode {
     wide: Option<WideCode>,
 }
 
-/// The wide variant of a statement: its entry point and the extent of its outer loop (the
-/// statement's second loop). Its outer iterations always write disjoint bytes.
+/// How one unit of the schedule runs: the entry of the kernel function that runs it whole, and
+/// the function, entry, outer extent and number of pieces of its threaded run.
+struct Cut {
+    whole: u64,
+    func: KernelFn,
+    entry: u64,
+    extent: u64,
+    pieces: usize,
+}
+
+/// The wide variant of a statement: its entry in the variants' function and the extent of its
+/// outer loop (the statement's second loop). Its outer iterations always write disjoint bytes.
 struct WideCode {
-    entry: StmtFn,
+    entry: u64,
     extent: u64,
 }
 
@@ -140,140 +161,248 @@ impl StmtCode {
     }
 }
 
-/// One kernel's machine code: one function per statement, in one JIT module.
+/// One kernel's machine code: one function for the whole kernel, in a JIT module of its own,
+/// and, compiled at the first threaded run that uses one, its statements' wide variants.
 pub(crate) struct JitCode {
     kernel: LoopKernel,
     src_len: u64,
     dst_len: u64,
+    /// The kernel function: entry `k` runs unit `k` of `units`.
+    main: Linked,
     stmts: Vec<StmtCode>,
     /// The kernel's schedule: statements alone and bands (`LoopKernel::units`).
     units: Vec<Unit>,
-    /// Never locked. `JITModule` is `Send` but not `Sync` (it has interior mutability used
-    /// while linking); after `finalize_definitions` it is only touched again by `Drop`, which
-    /// has `&mut self`. The mutex makes that visible to the compiler, so `JitCode` is `Sync`
-    /// without an `unsafe impl`.
-    module: Mutex<Option<JITModule>>,
+    /// The wide variants (see [`wide_variant`]) as `(statement, variant)`; variant `k` is
+    /// entry `k` of the function in `wide`.
+    variants: Vec<(usize, LoopStmt)>,
+    /// The variants' function, compiled on first use: only threaded runs of kernels whose
+    /// outer loop is short need it, so single-threaded users never pay for it. `None` when
+    /// it could not be compiled, and then runs cut the statements' own outer loops.
+    wide: OnceLock<Option<Linked>>,
+    /// Where the compile's time went, stage by stage.
+    timings: Vec<StageTiming>,
+}
+
+/// A linked kernel function and the JIT module that holds its code.
+struct Linked {
+    entry: KernelFn,
+    /// Dropped after `entry` can no longer be called (see [`OwnedModule`]).
+    _module: OwnedModule,
+}
+
+/// A JIT module that frees its code memory when dropped.
+///
+/// Never locked. `JITModule` is `Send` but not `Sync` (it has interior mutability used while
+/// linking); after `finalize_definitions` it is only touched again by `Drop`, which has `&mut
+/// self`. The mutex makes that visible to the compiler, so `JitCode` is `Sync` without an
+/// `unsafe impl`.
+struct OwnedModule(Mutex<Option<JITModule>>);
+
+impl Drop for OwnedModule {
+    fn drop(&mut self) {
+        let module = self
+            .0
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(module) = module {
+            // SAFETY: the function pointers into this memory live in the `Linked` that owns
+            // this module and are only called through `&JitCode`, which the drop of the
+            // `JitCode` (or of a `Linked` that failed to be built) excludes; threaded calls end
+            // with their scope, inside `run`. Nothing calls them afterwards.
+            unsafe { module.free_memory() }
+        }
+    }
+}
+
+/// Generates, compiles and links one kernel function: the kernel's units and `variants`
+/// (see `translate_kernel_fn`), or, with `units` false, only the variants. `lap` is told when
+/// each stage ends. The kernel (and the variants) must have been verified.
+fn link(
+    kernel: &LoopKernel,
+    variants: &[(usize, LoopStmt)],
+    units: bool,
+    lap: &mut dyn FnMut(&'static str),
+) -> Result<Linked, JitError> {
+    let mut builder = JITBuilder::with_isa(isa::host()?, default_libcall_names());
+    for helper in Helper::ALL {
+        builder.symbol(helper.symbol(), helpers::address(helper));
+    }
+    // From here on the module is owned by `owned`, whose `Drop` frees it on every error path.
+    let mut owned = OwnedModule(Mutex::new(Some(JITModule::new(builder))));
+    lap("module");
+    let compile_error = |e: &dyn std::fmt::Debug| JitError::Compile {
+        kernel: kernel.name.clone(),
+        stmt: None,
+        // `ModuleError`'s Display omits the verifier's findings; Debug keeps them.
+        message: format!("{e:?}"),
+    };
+    let module = owned
+        .0
+        .get_mut()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_mut()
+        .ok_or_else(|| compile_error(&"the module is gone"))?;
+    let config = module.target_config();
+    let mut imports = ModuleImports::new(module);
+    let func = if units {
+        translate_kernel_fn(kernel, variants, config, &mut imports)?
+    } else {
+        translate_variants_fn(kernel, variants, config, &mut imports)?
+    };
+    let sig = kernel_signature(config.default_call_conv);
+    let id = module
+        .declare_anonymous_function(&sig)
+        .map_err(|e| compile_error(&e))?;
+    lap("codegen");
+    let isa = isa::host()?;
+    let machine = compile_one(&*isa, func, id).map_err(|e| compile_error(&e))?;
+    lap("cranelift");
+    module
+        .define_function_bytes(id, machine.alignment, &machine.bytes, &machine.relocs)
+        .map_err(|e| compile_error(&e))?;
+    module
+        .finalize_definitions()
+        .map_err(|e| compile_error(&e))?;
+    let address = module.get_finalized_function(id);
+    // SAFETY: `address` is the finalized (executable) code of a function compiled from CLIF
+    // with `kernel_signature` in the ISA's default calling convention, which is the platform's
+    // C calling convention, so it has exactly the type `KernelFn`. It stays valid until
+    // `free_memory` in `OwnedModule`'s `Drop`, and it never leaves the `Linked` that owns
+    // that module.
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(address) };
+    lap("link");
+    Ok(Linked {
+        entry,
+        _module: owned,
+    })
+}
+
+/// The wall time of one stage of [`CompiledKernel::compile`](crate::CompiledKernel::compile).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct StageTiming {
+    /// What ran: `verify`, `module`, `codegen`, `cranelift`, `link` (see
+    /// [`CompiledKernel::compile_timings`](crate::CompiledKernel::compile_timings)).
+    pub stage: &'static str,
+    /// How long it took.
+    pub time: Duration,
+}
+
+/// Appends the time since `*since` to `timings` under `stage`, and restarts the clock.
+fn lap(timings: &mut Vec<StageTiming>, since: &mut Instant, stage: &'static str) {
+    let now = Instant::now();
+    timings.push(StageTiming {
+        stage,
+        time: now - *since,
+    });
+    *since = now;
 }
 
 impl JitCode {
     /// Verifies `kernel`, then generates, compiles and links all its statements.
     pub fn compile(kernel: &LoopKernel) -> Result<JitCode, JitError> {
+        let mut clock = Instant::now();
+        let mut timings = Vec::with_capacity(5);
         // Verification comes first: a kernel that is not proven in bounds is never compiled.
         verify(kernel)?;
         let src_len = kernel.src.size_bytes()?;
         let dst_len = kernel.dst.size_bytes()?;
+        lap(&mut timings, &mut clock, "verify");
 
-        let mut builder = JITBuilder::with_isa(isa::host()?, default_libcall_names());
-        for helper in Helper::ALL {
-            builder.symbol(helper.symbol(), helpers::address(helper));
-        }
-        // From here on the module is owned by `code`, whose `Drop` frees it on every error path.
-        let mut code = JitCode {
-            kernel: kernel.clone(),
-            src_len,
-            dst_len,
-            stmts: Vec::with_capacity(kernel.stmts.len()),
-            units: kernel.units(),
-            module: Mutex::new(Some(JITModule::new(builder))),
-        };
-        let compile_error = |stmt: Option<usize>, e: &dyn std::fmt::Debug| JitError::Compile {
-            kernel: kernel.name.clone(),
-            stmt,
-            // `ModuleError`'s Display omits the verifier's findings; Debug keeps them.
-            message: format!("{e:?}"),
-        };
-        let module = code
-            .module
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-            .ok_or_else(|| compile_error(None, &"the module is gone"))?;
-
-        // Translating declares imports in the module, so it runs in order; Cranelift's
-        // compilation of the functions (most of the time) then runs on the thread pool when
-        // there are several, and the machine code is placed in the module in order.
-        let sig = stmt_signature(module.target_config().default_call_conv);
-        let mut funcs = Vec::with_capacity(kernel.stmts.len());
-        let mut ids = Vec::with_capacity(kernel.stmts.len());
-        // The wide variants live in a copy of the kernel with those statements swapped, which
-        // verifies like the kernel (same points), and come after the kernel's own functions.
+        // The wide variants: compiled on first use (see `JitCode::wide`), but found now,
+        // since they are IR only and say how finely a threaded run can cut.
         let in_band = |i: usize| kernel.bands.iter().any(|b| b.members().contains(&i));
-        let mut wide_kernel = kernel.unfused();
-        let mut wide = Vec::new();
-        for (index, stmt) in kernel.stmts.iter().enumerate() {
-            if let Some(w) = wide_variant(stmt).filter(|_| !in_band(index)) {
-                wide_kernel.stmts[index] = w;
-                wide.push(index);
-            }
-        }
-        if !wide.is_empty() {
-            verify(&wide_kernel)?;
-        }
-        let all = (0..kernel.stmts.len())
-            .map(|i| (kernel, i))
-            .chain(wide.iter().map(|&i| (&wide_kernel, i)));
-        for (from, index) in all {
-            let config = module.target_config();
-            funcs.push(translate_stmt(
-                from,
-                index,
-                config,
-                &mut ModuleImports::new(module),
-            )?);
-            let id = module
-                .declare_anonymous_function(&sig)
-                .map_err(|e| compile_error(Some(index), &e))?;
-            ids.push(id);
-        }
-        let isa = isa::host()?;
-        let compiled = compile_all(&*isa, funcs, &ids);
-        for (index, (id, code)) in ids.iter().zip(compiled).enumerate() {
-            let code = code.map_err(|e| compile_error(Some(index), &e))?;
-            module
-                .define_function_bytes(*id, code.alignment, &code.bytes, &code.relocs)
-                .map_err(|e| compile_error(Some(index), &e))?;
-        }
-        // One finalize for all statements: each one maps at least a page.
-        module
-            .finalize_definitions()
-            .map_err(|e| compile_error(None, &e))?;
-
-        let entry = |id: FuncId| {
-            let address = module.get_finalized_function(id);
-            // SAFETY: `address` is the finalized (executable) code of a function compiled from
-            // CLIF with `stmt_signature` in the ISA's default calling convention, which is the
-            // platform's C calling convention, so it has exactly the type `StmtFn`. It stays
-            // valid until `free_memory` in `Drop`, and it never leaves this struct.
-            unsafe { std::mem::transmute::<*const u8, StmtFn>(address) }
-        };
-        let mut stmts = Vec::with_capacity(kernel.stmts.len());
-        for (stmt, &id) in kernel.stmts.iter().zip(&ids) {
-            stmts.push(StmtCode {
-                entry: entry(id),
+        let variants: Vec<(usize, LoopStmt)> = kernel
+            .stmts
+            .iter()
+            .enumerate()
+            .filter(|&(index, _)| !in_band(index))
+            .filter_map(|(index, stmt)| Some((index, wide_variant(stmt)?)))
+            .collect();
+        let main = link(kernel, &[], true, &mut |stage| {
+            lap(&mut timings, &mut clock, stage)
+        })?;
+        let mut stmts: Vec<StmtCode> = kernel
+            .stmts
+            .iter()
+            .map(|stmt| StmtCode {
                 extent: stmt.loops.first().map_or(1, |l| l.extent),
                 disjoint: outer_iterations_disjoint(stmt),
                 work: stmt.trip_count().saturating_mul(stmt.bytes),
                 wide: None,
+            })
+            .collect();
+        for (k, (index, w)) in variants.iter().enumerate() {
+            stmts[*index].wide = Some(WideCode {
+                entry: k as u64,
+                extent: w.loops[0].extent,
             });
         }
-        for (&index, &id) in wide.iter().zip(&ids[kernel.stmts.len()..]) {
-            stmts[index].wide = Some(WideCode {
-                entry: entry(id),
-                extent: wide_kernel.stmts[index].loops[0].extent,
-            });
-        }
-        code.stmts = stmts;
-        Ok(code)
+        Ok(JitCode {
+            kernel: kernel.clone(),
+            src_len,
+            dst_len,
+            main,
+            stmts,
+            units: kernel.units(),
+            variants,
+            wide: OnceLock::new(),
+            timings,
+        })
+    }
+
+    /// The wide variants' function, compiled now if this is its first use; `None` when it
+    /// cannot be (then the statements are cut along their own outer loops).
+    fn wide(&self) -> Option<KernelFn> {
+        self.wide
+            .get_or_init(|| {
+                // The variants live in a copy of the kernel with those statements swapped,
+                // which verifies like the kernel (same points); nothing unverified is compiled.
+                let mut wide_kernel = self.kernel.unfused();
+                for (index, w) in &self.variants {
+                    wide_kernel.stmts[*index] = w.clone();
+                }
+                verify(&wide_kernel).ok()?;
+                link(&self.kernel, &self.variants, false, &mut |_| ()).ok()
+            })
+            .as_ref()
+            .map(|l| l.entry)
     }
 
     pub fn kernel(&self) -> &LoopKernel {
         &self.kernel
     }
 
+    pub fn timings(&self) -> &[StageTiming] {
+        &self.timings
+    }
+
+    /// Runs the whole schedule on the calling thread: one call of the kernel function.
+    pub fn run_whole<S: Element, D: Element>(
+        &self,
+        src: &[S],
+        dst: &mut [D],
+    ) -> Result<(), RunError> {
+        self.check_lengths(src, dst)?;
+        // SAFETY: see the module documentation: the kernel is verified, the lengths were
+        // checked above, and `RUN_ALL` runs every unit over its whole outer loop (`end` is
+        // clamped to each extent) on this thread, with `dst` borrowed mutably throughout.
+        unsafe {
+            (self.main.entry)(
+                src.as_ptr().cast::<u8>(),
+                dst.as_mut_ptr().cast::<u8>(),
+                RUN_ALL,
+                0,
+                u64::MAX,
+            )
+        };
+        Ok(())
+    }
+
     /// Runs every statement in order. Statement `i` is split into `parts(work, extent)`
     /// pieces run on the thread pool when its outer iterations write disjoint bytes; one piece
     /// (or no pool) runs on the calling thread. `ran` is told, statement by statement, how
-    /// the statement was really run.
+    /// the statement was really run. When no unit is split, the whole schedule is one call.
     pub fn run<S: Element, D: Element>(
         &self,
         src: &[S],
@@ -282,118 +411,138 @@ impl JitCode {
         ran: &mut dyn FnMut(StmtSplit),
     ) -> Result<(), RunError> {
         self.check_lengths(src, dst)?;
+        let entry = self.main.entry;
         let src_ptr = SharedSrc(src.as_ptr().cast::<u8>());
         let dst_ptr = SharedDst(dst.as_mut_ptr().cast::<u8>());
-        for unit in &self.units {
-            match *unit {
-                Unit::Stmt(i) => self.run_stmt(&self.stmts[i], src_ptr, dst_ptr, parts, ran),
-                Unit::Band(band) => self.run_band(band, src_ptr, dst_ptr, parts, ran),
+        // Nothing is allocated and the pool is not touched on this path: a small kernel's run
+        // is a few tens of nanoseconds.
+        let cuts = || {
+            self.units
+                .iter()
+                .enumerate()
+                .map(|(k, unit)| (*unit, self.cut(k, *unit, parts)))
+        };
+        let split = cuts().any(|(_, c)| c.pieces > 1);
+        match if split { threads::pool() } else { None } {
+            None => {
+                // SAFETY: see the module documentation: the kernel is verified, the lengths
+                // were checked above, and `RUN_ALL` runs every unit over its whole outer loop
+                // (`end` is clamped to each extent) on this thread.
+                unsafe { entry(src_ptr.get(), dst_ptr.get(), RUN_ALL, 0, u64::MAX) };
+                for (unit, cut) in cuts() {
+                    self.report(unit, &cut, 1, ran);
+                }
+            }
+            Some(pool) => {
+                for (unit, cut) in cuts() {
+                    let cut = &cut;
+                    let pieces = if cut.pieces > 1 {
+                        let (func, which, n) = (cut.func, cut.entry, cut.pieces);
+                        pool.scope(move |scope| {
+                            for range in split_even(cut.extent, n) {
+                                scope.spawn(move |_| {
+                                    // SAFETY: see the module documentation: the kernel is
+                                    // verified, the lengths were checked by `run`, `range` is
+                                    // inside the outer loop, and the ranges of this scope are
+                                    // disjoint and the entry's outer iterations write disjoint
+                                    // bytes (a statement's `disjoint`, a wide variant, whose
+                                    // are by construction, or a band, which the verifier's
+                                    // `bands` check proved), so the threads write disjoint
+                                    // parts of `dst`, which `run` borrows mutably until the
+                                    // scope has ended.
+                                    unsafe {
+                                        func(
+                                            src_ptr.get(),
+                                            dst_ptr.get(),
+                                            which,
+                                            range.start,
+                                            range.end,
+                                        )
+                                    }
+                                });
+                            }
+                        });
+                        split_even(cut.extent, n).count()
+                    } else {
+                        // SAFETY: as above, on one thread over the unit's whole outer loop.
+                        unsafe { entry(src_ptr.get(), dst_ptr.get(), cut.whole, 0, u64::MAX) };
+                        1
+                    };
+                    self.report(unit, cut, pieces, ran);
+                }
             }
         }
         Ok(())
     }
 
-    /// Runs one statement alone, split into `parts(work, extent)` pieces when its outer
-    /// iterations write disjoint bytes.
-    fn run_stmt(
-        &self,
-        stmt: &StmtCode,
-        src_ptr: SharedSrc,
-        dst_ptr: SharedDst,
-        parts: &dyn Fn(u64, u64) -> usize,
-        ran: &mut dyn FnMut(StmtSplit),
-    ) {
-        let n = if stmt.disjoint {
-            parts(stmt.work, stmt.extent)
-        } else {
-            1
-        };
-        // The wide variant when it gives more pieces than the outer loop can.
-        let (entry, extent, n) = match &stmt.wide {
-            Some(w) if parts(stmt.work, w.extent) > n => {
-                (w.entry, w.extent, parts(stmt.work, w.extent))
+    /// How unit `k` is cut: a statement alone into `parts(work, extent)` pieces when its outer
+    /// iterations write disjoint bytes, through its wide variant when that gives more pieces;
+    /// a band (whose iterations the verifier proved disjoint) over its shared outer loop.
+    fn cut(&self, k: usize, unit: Unit, parts: &dyn Fn(u64, u64) -> usize) -> Cut {
+        let whole = k as u64;
+        match unit {
+            Unit::Stmt(i) => {
+                let stmt = &self.stmts[i];
+                let n = if stmt.disjoint {
+                    parts(stmt.work, stmt.extent)
+                } else {
+                    1
+                };
+                let wide = stmt
+                    .wide
+                    .as_ref()
+                    .filter(|w| parts(stmt.work, w.extent) > n)
+                    .and_then(|w| Some((w, self.wide()?)));
+                match wide {
+                    Some((w, func)) => Cut {
+                        whole,
+                        func,
+                        entry: w.entry,
+                        extent: w.extent,
+                        pieces: parts(stmt.work, w.extent),
+                    },
+                    None => Cut {
+                        whole,
+                        func: self.main.entry,
+                        entry: whole,
+                        extent: stmt.extent,
+                        pieces: n,
+                    },
+                }
             }
-            _ => (stmt.entry, stmt.extent, n),
-        };
-        match threads::pool() {
-            Some(pool) if n > 1 => {
-                pool.scope(move |scope| {
-                    for range in split_even(extent, n) {
-                        scope.spawn(move |_| {
-                            // SAFETY: see the module documentation: the kernel is verified,
-                            // the lengths were checked by `run`, `range` is inside the outer
-                            // loop, and the ranges of this scope are disjoint and the
-                            // function's outer iterations write disjoint bytes
-                            // (`stmt.disjoint`, or a wide variant, whose are by
-                            // construction), so the threads write disjoint parts of `dst`,
-                            // which `run` borrows mutably until the scope has ended.
-                            unsafe { entry(src_ptr.get(), dst_ptr.get(), range.start, range.end) }
-                        });
-                    }
-                });
-                ran(StmtSplit {
-                    pieces: split_even(extent, n).count(),
-                    outer_extent: extent,
-                    disjoint: true,
-                });
-            }
-            _ => {
-                // SAFETY: as above, on one thread over the whole outer loop.
-                unsafe { (stmt.entry)(src_ptr.get(), dst_ptr.get(), 0, stmt.extent) };
-                ran(stmt.split(1));
+            Unit::Band(band) => {
+                let members = &self.stmts[band.members()];
+                let extent = members[0].extent;
+                let work = members.iter().fold(0u64, |w, m| w.saturating_add(m.work));
+                Cut {
+                    whole,
+                    func: self.main.entry,
+                    entry: whole,
+                    extent,
+                    pieces: parts(work, extent),
+                }
             }
         }
     }
 
-    /// Runs a band: for each iteration `i` of the shared outermost loop, every member's
-    /// function on `i .. i + 1`, in statement order. A band deeper than one loop runs the same
-    /// way (its iterations are disjoint at every shared level, so at the outermost one too,
-    /// and each element still sees the members in statement order). The verifier proved the
-    /// band's iterations write disjoint bytes, so its outer loop is cut into pieces for threads
-    /// like a disjoint statement's.
-    fn run_band(
-        &self,
-        band: Band,
-        src_ptr: SharedSrc,
-        dst_ptr: SharedDst,
-        parts: &dyn Fn(u64, u64) -> usize,
-        ran: &mut dyn FnMut(StmtSplit),
-    ) {
-        let members = &self.stmts[band.members()];
-        let extent = members[0].extent;
-        let work = members.iter().fold(0u64, |w, m| w.saturating_add(m.work));
-        let run_range = move |range: Range<u64>| {
-            for i in range {
-                for m in members {
-                    // SAFETY: as in `run_stmt`: every member is verified and `i` is inside
-                    // its outer loop (members share it); pieces of different threads cover
-                    // disjoint iterations, which write disjoint bytes (the verifier's `bands`
-                    // check).
-                    unsafe { (m.entry)(src_ptr.get(), dst_ptr.get(), i, i + 1) }
+    /// Tells `ran` how the statements of `unit` ran: in `pieces` pieces of `cut`.
+    fn report(&self, unit: Unit, cut: &Cut, pieces: usize, ran: &mut dyn FnMut(StmtSplit)) {
+        match unit {
+            Unit::Stmt(_) if pieces > 1 => ran(StmtSplit {
+                pieces,
+                outer_extent: cut.extent,
+                disjoint: true,
+            }),
+            Unit::Stmt(i) => ran(self.stmts[i].split(1)),
+            Unit::Band(band) => {
+                for _ in band.members() {
+                    ran(StmtSplit {
+                        pieces,
+                        outer_extent: cut.extent,
+                        disjoint: true,
+                    });
                 }
             }
-        };
-        let n = parts(work, extent);
-        let pieces = match threads::pool() {
-            Some(pool) if n > 1 => {
-                pool.scope(move |scope| {
-                    for range in split_even(extent, n) {
-                        scope.spawn(move |_| run_range(range));
-                    }
-                });
-                split_even(extent, n).count()
-            }
-            _ => {
-                run_range(0..extent);
-                1
-            }
-        };
-        for _ in members {
-            ran(StmtSplit {
-                pieces,
-                outer_extent: extent,
-                disjoint: true,
-            });
         }
     }
 
@@ -424,22 +573,6 @@ impl JitCode {
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for JitCode {
-    fn drop(&mut self) {
-        let module = self
-            .module
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(module) = module {
-            // SAFETY: the function pointers into this memory live in `self.stmts` and are only
-            // called through `&self`, which `drop`'s `&mut self` excludes; threaded calls end
-            // with their scope, inside `run`. Nothing calls them afterwards.
-            unsafe { module.free_memory() }
-        }
     }
 }
 

@@ -66,7 +66,7 @@ mod sum;
 
 pub use compose::{Chain, ComposeError};
 pub use error::PassError;
-pub use manager::{IrDump, PassManager, PipelineRun};
+pub use manager::{IrDump, PassManager, PassTiming, PipelineRun};
 pub use pass::{Level, Pass};
 pub use passes::{FuseNests, OutputStationary};
 pub use pipeline::{default_pipeline, Pipeline, DEFAULT_PIPELINE};
@@ -88,8 +88,32 @@ pub fn lower_to_loops(k: &Kernel) -> Result<LoopKernel, PassError> {
 /// Runs the whole default pipeline once and returns both what [`optimize_index`] and what
 /// [`lower_to_loops`] return, without running the index-map passes twice.
 pub fn optimize_and_lower(k: &Kernel) -> Result<(Kernel, LoopKernel), PassError> {
+    optimize_and_lower_timed(k).map(|(optimized, loops, _)| (optimized, loops))
+}
+
+/// [`optimize_and_lower`], with how long each pass took.
+pub fn optimize_and_lower_timed(
+    k: &Kernel,
+) -> Result<(Kernel, LoopKernel, Vec<PassTiming>), PassError> {
+    use relayout_ir::AnyKernel;
     let pipeline = default_pipeline();
-    let optimized = PassManager::new(pipeline.index_prefix()).run_index(k)?;
-    let loops = PassManager::new(pipeline.after_index_prefix()).run_to_loops(&optimized)?;
-    Ok((optimized, loops))
+    let wrong = |want, got| PassError::WrongOutputLevel {
+        pipeline: pipeline.to_string(),
+        want,
+        got,
+    };
+    let index = PassManager::new(pipeline.index_prefix());
+    let (optimized, mut timings) = index.run_timed(AnyKernel::Index(k.clone()));
+    let optimized = match optimized? {
+        AnyKernel::Index(k) => k,
+        AnyKernel::Loops(_) => return Err(wrong(Level::Index, Level::Loops)),
+    };
+    // The last index pass verified its output, which is this pipeline's input.
+    let rest = PassManager::new(pipeline.after_index_prefix()).verify_input(false);
+    let (loops, more) = rest.run_timed(AnyKernel::Index(optimized.clone()));
+    timings.extend(more);
+    match loops? {
+        AnyKernel::Loops(loops) => Ok((optimized, loops, timings)),
+        AnyKernel::Index(_) => Err(wrong(Level::Loops, Level::Index)),
+    }
 }

@@ -5,6 +5,7 @@ use crate::registry::PassInfo;
 use crate::{Level, PassError, Pipeline};
 use relayout_ir::{verify_kernel, verify_loop_kernel, AnyKernel, VerifyError};
 use std::fmt;
+use std::time::{Duration, Instant};
 
 /// Runs a [`Pipeline`].
 #[derive(Clone, Debug)]
@@ -60,6 +61,20 @@ pub struct PipelineRun {
     pub dumps: Vec<IrDump>,
     /// The final IR, or the error that stopped the pipeline.
     pub result: Result<AnyKernel, PassError>,
+    /// How long each pass that ran took, in order (what `--timings` prints).
+    pub timings: Vec<PassTiming>,
+}
+
+/// The wall time of one pass of a pipeline run: the pass itself, and the verification of its
+/// output (zero when verification is off). Copying the IR for a dump is not counted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct PassTiming {
+    /// The kebab-case name of the pass.
+    pub pass: &'static str,
+    /// Time in the pass.
+    pub run: Duration,
+    /// Time in the verifier after it.
+    pub verify: Duration,
 }
 
 impl PassManager {
@@ -105,19 +120,57 @@ impl PassManager {
         ir: AnyKernel,
         after_pass: &mut dyn FnMut(&PassInfo, &AnyKernel),
     ) -> Result<AnyKernel, PassError> {
+        self.run_timed_with(ir, after_pass, &mut Vec::new())
+    }
+
+    /// Runs the pipeline and returns, with its result, how long each pass took (the input's
+    /// verification is not a pass and is not counted).
+    pub fn run_timed(&self, ir: AnyKernel) -> (Result<AnyKernel, PassError>, Vec<PassTiming>) {
+        let mut timings = Vec::with_capacity(self.pipeline.passes().len());
+        let result = self.run_timed_with(ir, &mut |_, _| {}, &mut timings);
+        (result, timings)
+    }
+
+    /// [`run_with`](Self::run_with), appending each pass's timing to `timings` (a pass that
+    /// fails is timed too).
+    fn run_timed_with(
+        &self,
+        ir: AnyKernel,
+        after_pass: &mut dyn FnMut(&PassInfo, &AnyKernel),
+        timings: &mut Vec<PassTiming>,
+    ) -> Result<AnyKernel, PassError> {
         if self.verify_input {
             verify(&ir).map_err(|error| PassError::InvalidInput { error })?;
         }
         let mut ir = ir;
         for info in self.pipeline.passes() {
+            let started = Instant::now();
             let pass = (info.create)();
-            ir = pass.run(ir)?;
+            let out = pass.run(ir);
+            let mut timing = PassTiming {
+                pass: info.name,
+                run: started.elapsed(),
+                verify: Duration::ZERO,
+            };
+            ir = match out {
+                Ok(ir) => ir,
+                Err(e) => {
+                    timings.push(timing);
+                    return Err(e);
+                }
+            };
             after_pass(info, &ir);
             if self.verify {
-                verify(&ir).map_err(|error| PassError::Verification {
+                let started = Instant::now();
+                let verified = verify(&ir);
+                timing.verify = started.elapsed();
+                timings.push(timing);
+                verified.map_err(|error| PassError::Verification {
                     pass: info.name,
                     error,
                 })?;
+            } else {
+                timings.push(timing);
             }
         }
         Ok(ir)
@@ -127,14 +180,23 @@ impl PassManager {
     /// with the final result.
     pub fn run_collect(&self, ir: AnyKernel) -> PipelineRun {
         let mut dumps = Vec::new();
-        let result = self.run_with(ir, &mut |info, ir| {
-            dumps.push(IrDump {
-                pass: info.name,
-                camel: info.camel_name(),
-                ir: ir.clone(),
-            })
-        });
-        PipelineRun { dumps, result }
+        let mut timings = Vec::new();
+        let result = self.run_timed_with(
+            ir,
+            &mut |info, ir| {
+                dumps.push(IrDump {
+                    pass: info.name,
+                    camel: info.camel_name(),
+                    ir: ir.clone(),
+                })
+            },
+            &mut timings,
+        );
+        PipelineRun {
+            dumps,
+            result,
+            timings,
+        }
     }
 
     /// Runs the pipeline on an index-map kernel and returns the index-map kernel it produces.
