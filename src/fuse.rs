@@ -248,6 +248,17 @@ impl CompiledLoops {
         Ok(self.kernel.run_threaded(src, dst, threads)?)
     }
 
+    /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
+    /// [`CompiledOp::run_split`](crate::CompiledOp::run_split)).
+    pub fn run_split(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        split: crate::Split,
+    ) -> Result<crate::SplitReport, Error> {
+        Ok(self.kernel.run_split(src, dst, split)?)
+    }
+
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
         let mut dst = crate::zeroed_buffer(self.output_type())?;

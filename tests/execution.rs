@@ -443,3 +443,96 @@ fn typed_threaded_runs_and_debug() {
         "{debug}"
     );
 }
+
+/// A pixel shuffle of one RGB frame: the outermost loop (the 3 channels) is too short to
+/// give 4 or 7 threads a piece each, yet a forced split into 2, 4 or 7 pieces really runs in
+/// that many (through a variant of the statement whose outer loop is long enough) and
+/// writes the bytes one thread writes.
+#[test]
+fn pixel_shuffle_of_one_frame_splits_into_any_number_of_pieces() {
+    let spec = r#"DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x12x540x960xf32>"#;
+    let parsed = relayout::parse_op_spec(spec).unwrap();
+    let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap();
+    let kernel = compile(&op, &parsed.input).unwrap();
+    assert_eq!(kernel.stages().loops.stmts[0].loops[0].extent, 3);
+    let src = random_bytes(parsed.input.size_bytes().unwrap() as usize, 5);
+    let len = kernel.output_type().size_bytes().unwrap() as usize;
+    let mut want = vec![0u8; len];
+    kernel.run(&src, &mut want).unwrap();
+    for pieces in [2, 4, 7] {
+        let mut got = random_bytes(len, pieces as u64);
+        let report = kernel
+            .run_split(&src, &mut got, Split::Pieces(pieces))
+            .unwrap();
+        assert!(
+            report.statements.iter().all(|s| s.pieces == pieces),
+            "{pieces}: {report:?}"
+        );
+        assert_eq!(report.max_pieces(), pieces);
+        assert!(got == want, "{pieces} pieces differ from one thread");
+    }
+}
+
+/// The same op on a frame of 3 rows: neither the outer loop (3 channels) nor the second (3
+/// rows) has 4 iterations, so only the two collapsed into one loop of 9 can give 4 or 7
+/// pieces. The bytes are the reference's, in every split.
+#[test]
+fn short_outer_loops_split_collapsed() {
+    let spec = r#"DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x12x3x960xf32>"#;
+    let parsed = relayout::parse_op_spec(spec).unwrap();
+    let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap();
+    let kernel = compile(&op, &parsed.input).unwrap();
+    let loops = &kernel.stages().loops.stmts[0].loops;
+    assert_eq!((loops[0].extent, loops[1].extent), (3, 3));
+    let src = random_bytes(parsed.input.size_bytes().unwrap() as usize, 6);
+    let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+    let len = kernel.output_type().size_bytes().unwrap() as usize;
+    for pieces in [2, 4, 7, 9, 20] {
+        let mut got = random_bytes(len, pieces as u64);
+        let report = kernel
+            .run_split(&src, &mut got, Split::Pieces(pieces))
+            .unwrap();
+        report.check_forced(pieces).unwrap();
+        // Two pieces fit the outer loop; more take the collapsed one.
+        let extent = if pieces <= 3 { 3 } else { 9 };
+        let s = report.statements[0];
+        assert_eq!(
+            (s.pieces, s.outer_extent),
+            (pieces.min(9), extent),
+            "{report:?}"
+        );
+        assert!(got == want, "{pieces} pieces differ from the reference");
+    }
+}
+
+/// A band sharing two loops, the first of 3 iterations: collapsed into one of 15, it runs in
+/// as many pieces as asked, and computes what the interpreter computes.
+#[test]
+fn bands_split_collapsed() {
+    let text = "loops @band(%src: tensor<3x5x8xf32>) -> (%dst: tensor<3x5x8xf32>) {\n\
+                  fused for i0 in 0 to 3, i1 in 0 to 5 {\n\
+                    fill 32 bytes %dst[0 + 160 * i0 + 32 * i1] = 0\n\
+                        for i0 in 0 to 3, i1 in 0 to 5\n\
+                    copy 16 bytes %dst[8 + 160 * i0 + 32 * i1] = %src[0 + 160 * i0 + 32 * i1]\n\
+                        for i0 in 0 to 3, i1 in 0 to 5\n\
+                  }\n\
+                }\n";
+    let loops = relayout::ir::parse_loop_kernel(text).unwrap();
+    assert_eq!(loops.bands.len(), 1);
+    let src = random_bytes(480, 7);
+    let mut want = random_bytes(480, 8);
+    interpret_loops(&loops, &src, &mut want).unwrap();
+    let kernel = relayout::compile_loops(loops).unwrap();
+    for pieces in [2, 4, 7, 15] {
+        let mut got = random_bytes(480, 8);
+        let report = kernel
+            .run_split(&src, &mut got, Split::Pieces(pieces))
+            .unwrap();
+        report.check_forced(pieces).unwrap();
+        let extent = if pieces <= 3 { 3 } else { 15 };
+        for s in &report.statements {
+            assert_eq!((s.pieces, s.outer_extent), (pieces, extent), "{report:?}");
+        }
+        assert_eq!(got, want, "{pieces} pieces");
+    }
+}

@@ -227,6 +227,71 @@ fn medium_shapes_split_over_threads() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Statements and bands whose two outer loops are both too short for the pieces asked run
+/// with those loops collapsed into one (a piece starts and ends inside a row of the first
+/// loop): forced splits into up to 20 pieces, in guarded buffers, checked against the
+/// reference or the interpreter, and each must really run collapsed.
+#[test]
+fn collapsed_outer_loops_in_guarded_buffers() {
+    let specs = [
+        r#"DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"} : tensor<1x12x3x96xf32>"#,
+        "Transpose {perm = [1, 0, 2]} : tensor<3x2x129xi8>",
+    ];
+    let mut kernels: Vec<(String, relayout::CompiledLoops, Vec<u8>, Vec<u8>)> = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let loops = relayout::lower(&op, &parsed.input).unwrap().loops;
+        let src = random_bytes(byte_len(&parsed.input), i as u64);
+        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+        let kernel = relayout::compile_loops(loops).unwrap();
+        kernels.push((spec.to_string(), kernel, src, want));
+    }
+    let band = relayout::ir::parse_loop_kernel(
+        "loops @band(%src: tensor<3x5x8xf32>) -> (%dst: tensor<3x5x8xf32>) {\n\
+           fused for i0 in 0 to 3, i1 in 0 to 5 {\n\
+             fill 32 bytes %dst[0 + 160 * i0 + 32 * i1] = 0\n\
+                 for i0 in 0 to 3, i1 in 0 to 5\n\
+             copy 16 bytes %dst[8 + 160 * i0 + 32 * i1] = %src[0 + 160 * i0 + 32 * i1]\n\
+                 for i0 in 0 to 3, i1 in 0 to 5\n\
+           }\n\
+         }\n",
+    )
+    .unwrap();
+    let src = random_bytes(480, 9);
+    let mut want = random_bytes(480, 99);
+    relayout::ir::interpret_loops(&band, &src, &mut want).unwrap();
+    kernels.push((
+        "band".into(),
+        relayout::compile_loops(band).unwrap(),
+        src,
+        want,
+    ));
+    for (name, kernel, src, want) in &kernels {
+        let extent = kernel.loops().stmts[0].loops[0].extent;
+        for guard in Guard::BOTH {
+            for pieces in [4, 7, 20] {
+                let src = GuardedBuf::from_bytes(src, guard);
+                let mut dst = GuardedBuf::from_bytes(&random_bytes(want.len(), 99), guard);
+                let report = kernel
+                    .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                report
+                    .check_forced(pieces)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(
+                    report.statements.iter().all(|s| s.outer_extent > extent),
+                    "{name} in {pieces} pieces did not run collapsed: {report:?}"
+                );
+                assert!(
+                    dst[..] == want[..],
+                    "{name}, {pieces} pieces, guard at {guard:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Kernels with at least 8 MiB of output write their long runs of whole cache lines with
 /// streaming stores through helper calls (`relayout_codegen::streams`; runs that start or end
 /// inside a line are written with ordinary stores). These shapes make streamed copies and

@@ -8,7 +8,7 @@
 mod npy;
 
 use relayout::ir::TensorType;
-use relayout::{conformance, Op};
+use relayout::{conformance, Op, Split, SplitReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,7 +38,9 @@ pub struct RunArgs {
     /// Print the compile time and the kernel's run time.
     #[arg(long)]
     time: bool,
-    /// Split the work over this many threads (at least 1).
+    /// Split the work over this many threads (at least 1). When the kernel's work gives fewer
+    /// pieces (short loops, or too little data to pay for a thread), a note on standard error
+    /// says how many ran at once.
     #[arg(long, default_value_t = 1)]
     threads: usize,
 }
@@ -85,11 +87,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
     let mut out = vec![0u8; len];
     let start = std::time::Instant::now();
-    kernel
-        .run_threaded(&data, &mut out, args.threads)
+    let split = kernel
+        .run_split(&data, &mut out, Split::Threads(args.threads))
         .map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
-    report(&args, &out_ty, &out, compile_time, run_time)
+    report(&args, &out_ty, &out, compile_time, run_time, &split)
 }
 
 /// Writes, prints and times the result as the flags say.
@@ -99,7 +101,17 @@ fn report(
     out: &[u8],
     compile_time: std::time::Duration,
     run_time: std::time::Duration,
+    split: &SplitReport,
 ) -> Result<ExitCode, String> {
+    // The most pieces that ran at once: fewer than the threads asked means some sat idle.
+    let used = split.max_pieces().min(args.threads);
+    if used < args.threads {
+        eprintln!(
+            "note: {} threads asked, but the work gave at most {used} piece{} to run at once",
+            args.threads,
+            if used == 1 { "" } else { "s" }
+        );
+    }
     if let Some(path) = &args.output {
         npy::write(path, out_ty, out)?;
         println!("{}: {out_ty}", path.display());
@@ -108,19 +120,22 @@ fn report(
         println!("{out_ty}:\n{}", relayout::format_tensor(out_ty, out, 256));
     }
     if args.time {
+        let threads = if used < args.threads {
+            format!("{used} of {} threads used", args.threads)
+        } else {
+            format!("{used} thread{}", if used == 1 { "" } else { "s" })
+        };
         println!(
-            "compile {}, run {} (one call, {} thread{}, cold caches)",
+            "compile {}, run {} (one call, {threads}, cold caches)",
             duration(compile_time),
             duration(run_time),
-            args.threads,
-            if args.threads == 1 { "" } else { "s" }
         );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// A compiled kernel's run on the source bytes into the destination bytes.
-type Runner = Box<dyn Fn(&[u8], &mut [u8]) -> Result<(), relayout::Error>>;
+type Runner = Box<dyn Fn(&[u8], &mut [u8]) -> Result<SplitReport, relayout::Error>>;
 
 /// `run --ir FILE`: compiles the kernel of the IR text (index-map IR through the default
 /// pipeline, loop IR as it is) and runs it on the --input file, which must hold its source type.
@@ -163,7 +178,7 @@ fn run_ir(
             let threads = args.threads;
             (
                 c.output_type().clone(),
-                Box::new(move |s: &[u8], d: &mut [u8]| c.run_threaded(s, d, threads)),
+                Box::new(move |s: &[u8], d: &mut [u8]| c.run_split(s, d, Split::Threads(threads))),
             )
         }
         AnyKernel::Loops(k) => {
@@ -171,7 +186,7 @@ fn run_ir(
             let threads = args.threads;
             (
                 c.output_type().clone(),
-                Box::new(move |s: &[u8], d: &mut [u8]| c.run_threaded(s, d, threads)),
+                Box::new(move |s: &[u8], d: &mut [u8]| c.run_split(s, d, Split::Threads(threads))),
             )
         }
     };
@@ -183,9 +198,9 @@ fn run_ir(
         .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
     let mut out = vec![0u8; len];
     let start = std::time::Instant::now();
-    compiled(&data, &mut out).map_err(|e| e.to_string())?;
+    let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
-    report(args, &out_ty, &out, compile_time, run_time)
+    report(args, &out_ty, &out, compile_time, run_time, &split)
 }
 
 /// A duration in the unit that reads best: ns, us, ms or s.

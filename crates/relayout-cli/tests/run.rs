@@ -416,3 +416,65 @@ fn ir_text_runs_on_a_file_of_its_source_type() {
         "{err}"
     );
 }
+
+#[test]
+fn more_threads_than_work_is_reported() {
+    let dir = TempDir::new("fewpieces");
+    let x = dir.path("x.npy");
+    std::fs::write(&x, npy("<f4", false, &[1, 2, 2, 1], &f32_bytes([1.0; 4]))).unwrap();
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2}",
+        "--input",
+        x.to_str().unwrap(),
+        "--threads",
+        "4",
+        "--time",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // 16 bytes give one piece: the note says so, and so does the timing line.
+    assert!(
+        stderr(&out).contains("4 threads asked, but the work gave at most 1 piece"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 of 4 threads used"), "{text}");
+    // A frame large enough for two pieces uses both threads asked: no note.
+    let big = dir.path("big.npy");
+    let n = 12 * 64 * 256;
+    std::fs::write(
+        &big,
+        npy(
+            "<f4",
+            false,
+            &[1, 12, 64, 256],
+            &f32_bytes((0..n).map(|i| i as f32)),
+        ),
+    )
+    .unwrap();
+    let out = relayout(&[
+        "run",
+        r#"DepthToSpace {block_size = 2, data_format = "NCHW", mode = "CRD"}"#,
+        "--input",
+        big.to_str().unwrap(),
+        "--output",
+        dir.path("out.npy").to_str().unwrap(),
+        "--threads",
+        "2",
+        "--time",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(one call, 2 threads,"), "{text}");
+    // One thread asked, one used: no note.
+    let out = relayout(&[
+        "run",
+        "SpaceToDepth {block_size = 2}",
+        "--input",
+        x.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+}

@@ -92,7 +92,9 @@ impl CompiledKernel {
     /// [`run`](Self::run) on up to `threads` threads of a process-wide pool. Statements run in
     /// order, each finishing before the next starts; a statement is split over its outermost
     /// loop when that loop's iterations write disjoint bytes and it moves enough data to pay
-    /// for the threads (small kernels run on the calling thread).
+    /// for the threads (small kernels run on the calling thread). When the outermost loop is
+    /// too short for the threads, the statement (or band) runs with its two outer loops
+    /// swapped or collapsed into one, when their iterations write disjoint bytes.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), RunError> {
         self.code.run(
             src,
@@ -172,6 +174,17 @@ impl SplitReport {
     /// True when at least one statement ran in more than one piece.
     pub fn split(&self) -> bool {
         self.statements.iter().any(|s| s.pieces > 1)
+    }
+
+    /// The most pieces any statement ran in (1 when none was split): how many threads the
+    /// run could use at once. A run asked for more threads than this had less work to share.
+    pub fn max_pieces(&self) -> usize {
+        self.statements
+            .iter()
+            .map(|s| s.pieces)
+            .max()
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// `Ok` when every statement ran as a forced split into `n` pieces requires

@@ -11,8 +11,10 @@
 //! 2. The buffers have exactly the byte sizes of the kernel's tensor types
 //!    ([`JitCode::check_lengths`], before every run).
 //! 3. The iterations run lie inside the outermost loop: the ranges passed are pieces of
-//!    `0..extent` from [`split_even`], or `0..u64::MAX` for a whole unit, and the generated
-//!    code clamps `end` to the extent of the entry it runs (and runs no entry out of range).
+//!    `0..extent` from [`split_even`] (for a collapsed cut, each row's part of such a piece,
+//!    from [`row_ranges`], inside `0..cols`), or `0..u64::MAX` for a whole unit, and the
+//!    generated code clamps `end` to the extent of the entry it runs (and runs no entry out
+//!    of range).
 //! 4. The code does what the loop IR says. That is relayout-codegen's job, checked by the
 //!    execution tests against the interpreter.
 //!
@@ -20,8 +22,10 @@
 //! Rust code observes the destination while machine code writes it, and the two cannot
 //! overlap. A threaded run calls one entry (a statement or a band) on several threads at once
 //! with disjoint ranges of the outermost loop, and only for statements whose different outer
-//! iterations write disjoint destination bytes ([`outer_iterations_disjoint`]) and for bands,
-//! so the threads never touch the same destination byte; the scope of the thread pool ends
+//! iterations write disjoint destination bytes ([`outer_iterations_disjoint`]) and for bands
+//! (or, collapsed, with disjoint ranges of `(i0, i1)` for units whose different `(i0, i1)`
+//! write disjoint bytes, [`collapsible_unit`]), so the threads never touch the same
+//! destination byte; the scope of the thread pool ends
 //! before the next unit starts and before the run returns.
 //!
 //! The function pointers never leave [`JitCode`], and the `Drop` of the module that holds
@@ -111,6 +115,16 @@ struct StmtCode {
     wide: Option<WideCode>,
 }
 
+/// The collapsed form of a unit (see [`rows_kernel`]): entries `entry .. entry + rows` of the
+/// rows' function run one iteration of its outer loop each, over a range of its second loop
+/// (`cols` iterations).
+#[derive(Clone, Copy)]
+struct RowsCode {
+    entry: u64,
+    rows: u64,
+    cols: u64,
+}
+
 /// How one unit of the schedule runs: the entry of the kernel function that runs it whole, and
 /// the function, entry, outer extent and number of pieces of its threaded run.
 struct Cut {
@@ -119,6 +133,9 @@ struct Cut {
     entry: u64,
     extent: u64,
     pieces: usize,
+    /// A collapsed cut: `extent` is `rows * cols`, and a piece runs entries `entry + i0` of
+    /// `func` over the part of each row `i0` it covers (see [`row_variants`]).
+    rows: Option<RowsCode>,
 }
 
 /// The wide variant of a statement: its entry in the variants' function and the extent of its
@@ -150,6 +167,108 @@ pub(crate) fn wide_variant(stmt: &LoopStmt) -> Option<LoopStmt> {
         .map(|()| wide)
 }
 
+/// `stmt` cut into one statement per iteration of its outer loop (that loop removed and its
+/// strides times the index added to the offsets), when that loop is short (fewer than
+/// [`WIDE_BELOW`] iterations, more than one) and different iterations of its two outer loops
+/// `(i0, i1)` write disjoint destination bytes. Together they are the statement with its two
+/// outer loops collapsed into one of `e0 * e1` iterations: a contiguous range of those runs
+/// row `i0` over part of `i1`, then the next row, in the statement's own order, so a threaded
+/// run can cut any statement with two such loops into as many pieces as it has threads. Each
+/// row visits a subset of the statement's points, so it stays in bounds; and since no byte is
+/// written by two different `(i0, i1)`, pieces running at once never touch the same byte and
+/// every byte's writes keep their order.
+pub(crate) fn row_variants(stmt: &LoopStmt) -> Option<Vec<LoopStmt>> {
+    collapsible(stmt)?;
+    row_stmts(stmt)
+}
+
+/// `stmt` with its outer loop fixed at each of its iterations in turn.
+fn row_stmts(stmt: &LoopStmt) -> Option<Vec<LoopStmt>> {
+    (0..stmt.loops.first()?.extent)
+        .map(|i0| {
+            let i0 = i64::try_from(i0).ok()?;
+            let mut row = stmt.clone();
+            let outer = row.loops.remove(0);
+            row.src_offset = row
+                .src_offset
+                .checked_add(outer.src_stride.checked_mul(i0)?)?;
+            row.dst_offset = row
+                .dst_offset
+                .checked_add(outer.dst_stride.checked_mul(i0)?)?;
+            Some(row)
+        })
+        .collect()
+}
+
+/// The extents `(e0, e1)` of the two outer loops of `unit` of `kernel` when [`rows_kernel`]
+/// collapses them: a statement as [`collapsible`] says; a band sharing at least two loops,
+/// the first short and both longer than 1 (the verifier proved that different iterations of
+/// the shared loops write disjoint bytes; checked again here).
+pub(crate) fn collapsible_unit(kernel: &LoopKernel, unit: Unit) -> Option<(u64, u64)> {
+    match unit {
+        Unit::Stmt(i) => collapsible(kernel.stmts.get(i)?),
+        Unit::Band(band) => {
+            let members = kernel.stmts.get(band.members())?;
+            let first = members.first()?;
+            let (e0, e1) = (first.loops.first()?.extent, first.loops.get(1)?.extent);
+            if band.depth < 2 || !(2..WIDE_BELOW).contains(&e0) || e1 < 2 {
+                return None;
+            }
+            relayout_ir::dependence::iterations_disjoint(members, 2).ok()?;
+            Some((e0, e1))
+        }
+    }
+}
+
+/// The kernel whose units are the rows of every unit of `kernel` that
+/// [`collapsible_unit`] collapses, in order: for such a unit with outer extent `e0`, `e0`
+/// units, row `i0` being the unit with its outer loop fixed at `i0` ([`row_variants`] of each
+/// statement; a band's rows are bands sharing one loop fewer). Its unit `entry + i0` runs row
+/// `i0` of the [`RowsCode`] numbered by `JitCode::compile`. `None` if a row cannot be made.
+pub(crate) fn rows_kernel(kernel: &LoopKernel, units: &[Unit]) -> Option<LoopKernel> {
+    let mut rows = LoopKernel {
+        stmts: Vec::new(),
+        bands: Vec::new(),
+        ..kernel.clone()
+    };
+    for unit in units {
+        if collapsible_unit(kernel, *unit).is_none() {
+            continue;
+        }
+        match *unit {
+            Unit::Stmt(i) => rows.stmts.extend(row_variants(&kernel.stmts[i])?),
+            Unit::Band(band) => {
+                let members: Vec<Vec<LoopStmt>> = kernel.stmts[band.members()]
+                    .iter()
+                    .map(row_stmts)
+                    .collect::<Option<_>>()?;
+                for i0 in 0..members[0].len() {
+                    rows.bands.push(relayout_ir::Band {
+                        first: rows.stmts.len(),
+                        len: band.len,
+                        depth: band.depth - 1,
+                    });
+                    for m in &members {
+                        rows.stmts.push(m.get(i0)?.clone());
+                    }
+                }
+            }
+        }
+    }
+    Some(rows)
+}
+
+/// The extents `(e0, e1)` of `stmt`'s two outer loops when [`row_variants`] collapses them:
+/// the first short, both longer than 1, and different `(i0, i1)` writing disjoint bytes.
+pub(crate) fn collapsible(stmt: &LoopStmt) -> Option<(u64, u64)> {
+    let (first, second) = (stmt.loops.first()?, stmt.loops.get(1)?);
+    if first.extent >= WIDE_BELOW || first.extent < 2 || second.extent < 2 {
+        return None;
+    }
+    relayout_ir::dependence::iterations_disjoint(std::slice::from_ref(stmt), 2).ok()?;
+    Some((first.extent, second.extent))
+}
+
 impl StmtCode {
     /// What a run of this statement in `pieces` pieces reports.
     fn split(&self, pieces: usize) -> StmtSplit {
@@ -172,6 +291,8 @@ pub(crate) struct JitCode {
     stmts: Vec<StmtCode>,
     /// The kernel's schedule: statements alone and bands (`LoopKernel::units`).
     units: Vec<Unit>,
+    /// For each unit, its collapsed form when it has one (see [`rows_kernel`]).
+    unit_rows: Vec<Option<RowsCode>>,
     /// The wide variants (see [`wide_variant`]) as `(statement, variant)`; variant `k` is
     /// entry `k` of the function in `wide`.
     variants: Vec<(usize, LoopStmt)>,
@@ -179,6 +300,9 @@ pub(crate) struct JitCode {
     /// outer loop is short need it, so single-threaded users never pay for it. `None` when
     /// it could not be compiled, and then runs cut the statements' own outer loops.
     wide: OnceLock<Option<Linked>>,
+    /// The function of the rows kernel (see [`rows_kernel`]), entry `entry + i0` of a unit's
+    /// [`RowsCode`] running its row `i0`; built and compiled on first use, like `wide`.
+    rows: OnceLock<Option<Linked>>,
     /// Where the compile's time went, stage by stage.
     timings: Vec<StageTiming>,
 }
@@ -332,6 +456,23 @@ impl JitCode {
                 wide: None,
             })
             .collect();
+        // The collapsed forms: only their entries are numbered now; their statements are
+        // made when the rows' function is first needed (`rows_kernel`).
+        let units = kernel.units();
+        let mut next = 0u64;
+        let unit_rows = units
+            .iter()
+            .map(|unit| {
+                let (rows, cols) = collapsible_unit(kernel, *unit)?;
+                let code = RowsCode {
+                    entry: next,
+                    rows,
+                    cols,
+                };
+                next += rows;
+                Some(code)
+            })
+            .collect();
         for (k, (index, w)) in variants.iter().enumerate() {
             stmts[*index].wide = Some(WideCode {
                 entry: k as u64,
@@ -344,9 +485,11 @@ impl JitCode {
             dst_len,
             main,
             stmts,
-            units: kernel.units(),
+            units,
+            unit_rows,
             variants,
             wide: OnceLock::new(),
+            rows: OnceLock::new(),
             timings,
         })
     }
@@ -364,6 +507,27 @@ impl JitCode {
                 }
                 verify(&wide_kernel).ok()?;
                 link(&self.kernel, &self.variants, false, &mut |_| ()).ok()
+            })
+            .as_ref()
+            .map(|l| l.entry)
+    }
+
+    /// The row variants' function, built and compiled now if this is its first use; `None`
+    /// when it cannot be (then no statement is collapsed).
+    fn rows(&self) -> Option<KernelFn> {
+        self.rows
+            .get_or_init(|| {
+                let rows = rows_kernel(&self.kernel, &self.units)?;
+                // Entry `k` of the rows kernel's function is its unit `k`; the numbering of
+                // `unit_rows` must be that one.
+                let want: u64 = self.unit_rows.iter().flatten().map(|r| r.rows).sum();
+                if rows.units().len() as u64 != want {
+                    return None;
+                }
+                // The rows kernel verifies like any kernel (its bands too); nothing
+                // unverified is compiled.
+                verify(&rows).ok()?;
+                link(&rows, &[], true, &mut |_| ()).ok()
             })
             .as_ref()
             .map(|l| l.entry)
@@ -438,9 +602,28 @@ impl JitCode {
                     let cut = &cut;
                     let pieces = if cut.pieces > 1 {
                         let (func, which, n) = (cut.func, cut.entry, cut.pieces);
+                        let rows = cut.rows;
                         pool.scope(move |scope| {
                             for range in split_even(cut.extent, n) {
                                 scope.spawn(move |_| {
+                                    if let Some(rows) = rows {
+                                        // SAFETY: as below; the calls run the rows of the
+                                        // collapsed range, each over a range inside its
+                                        // loop, and different `(i0, i1)` write disjoint
+                                        // bytes (`collapsible_unit`).
+                                        for (row, part) in row_ranges(range, rows.cols) {
+                                            unsafe {
+                                                func(
+                                                    src_ptr.get(),
+                                                    dst_ptr.get(),
+                                                    rows.entry + row,
+                                                    part.start,
+                                                    part.end,
+                                                )
+                                            }
+                                        }
+                                        return;
+                                    }
                                     // SAFETY: see the module documentation: the kernel is
                                     // verified, the lengths were checked by `run`, `range` is
                                     // inside the outer loop, and the ranges of this scope are
@@ -488,41 +671,69 @@ impl JitCode {
                 } else {
                     1
                 };
+                let own = Cut {
+                    whole,
+                    func: self.main.entry,
+                    entry: whole,
+                    extent: stmt.extent,
+                    pieces: n,
+                    rows: None,
+                };
                 let wide = stmt
                     .wide
                     .as_ref()
                     .filter(|w| parts(stmt.work, w.extent) > n)
                     .and_then(|w| Some((w, self.wide()?)));
-                match wide {
+                let best = match wide {
                     Some((w, func)) => Cut {
                         whole,
                         func,
                         entry: w.entry,
                         extent: w.extent,
                         pieces: parts(stmt.work, w.extent),
+                        rows: None,
                     },
-                    None => Cut {
-                        whole,
-                        func: self.main.entry,
-                        entry: whole,
-                        extent: stmt.extent,
-                        pieces: n,
-                    },
-                }
+                    None => own,
+                };
+                self.collapsed(k, stmt.work, parts, best)
             }
             Unit::Band(band) => {
                 let members = &self.stmts[band.members()];
                 let extent = members[0].extent;
                 let work = members.iter().fold(0u64, |w, m| w.saturating_add(m.work));
-                Cut {
+                let own = Cut {
                     whole,
                     func: self.main.entry,
                     entry: whole,
                     extent,
                     pieces: parts(work, extent),
-                }
+                    rows: None,
+                };
+                self.collapsed(k, work, parts, own)
             }
         }
+    }
+
+    /// Unit `k` cut along its two outer loops collapsed into one, when it has that form and
+    /// it gives more pieces than `best`; otherwise `best`. The last resort: a piece may cover
+    /// several rows, one call each.
+    fn collapsed(&self, k: usize, work: u64, parts: &dyn Fn(u64, u64) -> usize, best: Cut) -> Cut {
+        let collapsed = self.unit_rows[k].and_then(|r| {
+            let extent = r.rows.checked_mul(r.cols)?;
+            let pieces = parts(work, extent);
+            if pieces <= best.pieces {
+                return None;
+            }
+            Some(Cut {
+                whole: best.whole,
+                func: self.rows()?,
+                entry: r.entry,
+                extent,
+                pieces,
+                rows: Some(r),
+            })
+        });
+        collapsed.unwrap_or(best)
     }
 
     /// Tells `ran` how the statements of `unit` ran: in `pieces` pieces of `cut`.
@@ -601,6 +812,20 @@ fn split_even(extent: u64, parts: usize) -> impl Iterator<Item = Range<u64>> {
         .filter(|r| !r.is_empty())
 }
 
+/// The rows a range of a collapsed loop (`i0 * cols + i1`) covers, with the range of `i1`
+/// in each: `(i0, i1_start .. i1_end)`, in order.
+fn row_ranges(range: Range<u64>, cols: u64) -> impl Iterator<Item = (u64, Range<u64>)> {
+    let cols = cols.max(1);
+    let first = range.start / cols;
+    let last = range.end.div_ceil(cols);
+    (first..last).filter_map(move |row| {
+        let base = row * cols;
+        let start = range.start.max(base) - base;
+        let end = range.end.min(base + cols) - base;
+        (start < end).then_some((row, start..end))
+    })
+}
+
 /// The destination pointer, shared by the threads of one statement.
 #[derive(Clone, Copy)]
 struct SharedDst(*mut u8);
@@ -675,6 +900,36 @@ mod tests {
             2,
             &[(2, i64::MAX), (u64::MAX, i64::MIN)]
         )));
+    }
+
+    #[test]
+    fn row_ranges_cover_a_collapsed_range_in_order() {
+        let cols = 5u64;
+        for parts in [1usize, 2, 3, 4, 7, 15] {
+            let mut seen = Vec::new();
+            for range in split_even(3 * cols, parts) {
+                for (row, part) in row_ranges(range, cols) {
+                    assert!(part.end <= cols && part.start < part.end);
+                    seen.extend(part.map(|i1| row * cols + i1));
+                }
+            }
+            assert_eq!(seen, (0..3 * cols).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn collapsing_needs_a_short_outer_loop_and_disjoint_pairs() {
+        // (3, 400) over 4-byte points: every pair writes its own bytes.
+        let s = stmt(4, &[(3, 1600), (400, 4)]);
+        let rows = row_variants(&s).expect("collapsible");
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[2].dst_offset, 3200);
+        assert_eq!(rows[2].loops.len(), 1);
+        // A long outer loop is cut as it is.
+        assert!(row_variants(&stmt(4, &[(64, 1600), (400, 4)])).is_none());
+        // The second loop rewrites the same bytes: never collapsed.
+        assert!(row_variants(&stmt(4, &[(3, 1600), (400, 0)])).is_none());
+        assert!(row_variants(&stmt(4, &[(3, 4)])).is_none());
     }
 
     #[test]

@@ -159,7 +159,8 @@ proptest! {
             prop_assert_eq!(&got, &want, "{} pieces\n{}", pieces, k);
             // Every statement ran, and one whose outer loop writes disjoint bytes ran in as
             // many pieces as asked (capped by its outer loop), or, when its wide variant (two
-            // outer loops swapped) gives more pieces, in as many as that gives.
+            // outer loops swapped) or its collapsed form gives more pieces, in as many as
+            // that gives.
             prop_assert_eq!(ran.len(), k.stmts.len());
             for (stmt, s) in k.stmts.iter().zip(&ran) {
                 let extent = stmt.loops.first().map_or(1, |l| l.extent);
@@ -171,7 +172,12 @@ proptest! {
                 let wide = super::module::wide_variant(stmt)
                     .map(|w| (w.loops[0].extent, pieces.min(w.loops[0].extent as usize)))
                     .filter(|&(_, n)| n > own);
-                match wide {
+                let best = wide.map_or(own, |(_, n)| n);
+                // The collapsed form (two outer loops as one) when it gives more still.
+                let collapsed = super::module::collapsible(stmt)
+                    .map(|(e0, e1)| (e0 * e1, pieces.min((e0 * e1) as usize)))
+                    .filter(|&(_, n)| n > best);
+                match collapsed.or(wide) {
                     Some((wide_extent, n)) => {
                         prop_assert_eq!(s.outer_extent, wide_extent, "{}", k);
                         prop_assert_eq!(s.pieces, n, "{}", k);
@@ -187,9 +193,10 @@ proptest! {
 }
 
 /// A kernel of one statement whose outer loop has 2 iterations (a batch of 2) splits into 7
-/// pieces through its wide variant, and computes what the interpreter computes.
+/// pieces through its wide variant, into 12 or 16 through its two outer loops collapsed into
+/// one of 16 iterations, and computes what the interpreter computes.
 #[test]
-fn a_short_outer_loop_splits_through_the_wide_variant() {
+fn a_short_outer_loop_splits_through_the_wide_variant_or_collapsed() {
     let k = LoopKernel {
         name: "t".into(),
         src: TensorType::new(DType::U8, [2, 8, 4]),
@@ -223,7 +230,13 @@ fn a_short_outer_loop_splits_through_the_wide_variant() {
     let mut want = bytes(64, 2);
     interpret_loops(&k, &src, &mut want).unwrap();
     let code = JitCode::compile(&k).unwrap();
-    for (pieces, extent, ran_pieces) in [(2usize, 2u64, 2usize), (3, 8, 3), (7, 8, 7), (64, 8, 8)] {
+    for (pieces, extent, ran_pieces) in [
+        (2usize, 2u64, 2usize),
+        (3, 8, 3),
+        (7, 8, 7),
+        (12, 16, 12),
+        (64, 16, 16),
+    ] {
         let mut got = bytes(64, 2);
         let mut ran = Vec::new();
         code.run(
