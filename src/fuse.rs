@@ -354,6 +354,17 @@ impl FusedOp {
         Ok(self.inner.kernel.run_typed(src, dst)?)
     }
 
+    /// [`run_typed`](Self::run_typed) split over `threads` threads, as
+    /// [`run_threaded`](Self::run_threaded).
+    pub fn run_threaded_typed<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut [T],
+        threads: usize,
+    ) -> Result<(), Error> {
+        Ok(self.inner.kernel.run_threaded_typed(src, dst, threads)?)
+    }
+
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
         let mut dst = crate::zeroed_buffer(self.output_type())?;

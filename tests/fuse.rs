@@ -689,3 +689,27 @@ fn random_beyond_op(rng: &mut Rng, rank: usize) -> Op {
         }
     }
 }
+
+/// A fused chain runs on element slices over threads like on bytes on one thread, and
+/// refuses elements of the wrong size.
+#[test]
+fn fused_chains_run_typed_over_threads() {
+    let ops = [
+        d2s(2, DataFormat::Nchw, DepthToSpaceMode::Crd),
+        s2d(2, DataFormat::Nchw),
+    ];
+    let fused = compile_chain(&ops, &t(DType::F32, &[1, 12, 64, 64])).unwrap();
+    let src: Vec<f32> = (0..12 * 64 * 64).map(|i| i as f32).collect();
+    let bytes: Vec<u8> = src.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want = fused.run_to_vec(&bytes).unwrap();
+    for threads in [1, 2, 7] {
+        let mut got = vec![0f32; src.len()];
+        fused.run_threaded_typed(&src, &mut got, threads).unwrap();
+        let got: Vec<u8> = got.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(got == want, "{threads} threads");
+    }
+    let mut wrong = vec![0u16; 2 * src.len()];
+    assert!(fused
+        .run_threaded_typed(&vec![0u16; 2 * src.len()], &mut wrong, 2)
+        .is_err());
+}
