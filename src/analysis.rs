@@ -181,13 +181,14 @@ impl CompiledOp {
 
 /// Bytes read plus bytes written by one run of `kernel`: a copy reads and writes its run, a
 /// fill writes it, and an accumulate reads its source run and reads and writes its destination
-/// run. Saturates at `u64::MAX`.
+/// run (an accumulate from +0.0 does not read its destination). Saturates at `u64::MAX`.
 pub fn bytes_moved(kernel: &LoopKernel) -> u64 {
     kernel.stmts.iter().fold(0u64, |acc, s| {
         let touches = match s.action {
             LoopAction::Copy => 2,
             LoopAction::Fill { .. } => 1,
             LoopAction::Accumulate => 3,
+            LoopAction::Sum => 2,
         };
         let run = s.trip_count().saturating_mul(s.bytes);
         acc.saturating_add(run.saturating_mul(touches))
@@ -219,7 +220,7 @@ pub fn movement(kernel: &LoopKernel) -> Movement {
     let live: Vec<&LoopStmt> = kernel.stmts.iter().filter(|s| s.trip_count() > 0).collect();
     // Accumulating onto zeros is not a copy bit for bit (-0.0 + 0.0 is +0.0), so a scatter-add
     // is never reported as anything but a gather.
-    if live.iter().any(|s| s.action == LoopAction::Accumulate) {
+    if live.iter().any(|s| s.action.is_accumulate()) {
         return gather();
     }
     let elem = kernel.dtype().size();

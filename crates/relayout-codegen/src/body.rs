@@ -17,6 +17,8 @@ pub(crate) struct Body {
     config: TargetFrontendConfig,
     /// For [`Op::Sum`]: the source offsets of the contributions, relative to the first.
     terms: Vec<i64>,
+    /// For [`Op::Sum`]: the sums start from +0.0, not from the destination.
+    zero: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -53,19 +55,24 @@ impl Body {
                 Op::Move(Mover::fill(b, copy::fill_pattern(value, dtype)))
             }
             (LoopAction::Accumulate, _) => Op::Add(Adder::new(b, dtype, imports)?),
+            // A sum from +0.0 is always summed by `Body::sum` (see `prepare`).
+            (LoopAction::Sum, _) => unreachable!("a sum from +0.0 without Body::sum"),
         };
         Ok(Body {
             op,
             bytes,
             config,
             terms: Vec::new(),
+            zero: false,
         })
     }
 
     /// Prepares the body of an accumulate whose reduction loops (see `sum.rs`) have their
-    /// points at `terms`, source offsets relative to the first.
+    /// points at `terms`, source offsets relative to the first; with `zero`, the sums start from
+    /// +0.0.
     pub fn sum(
         b: &mut FunctionBuilder,
+        zero: bool,
         dtype: DType,
         bytes: u64,
         terms: Vec<i64>,
@@ -77,6 +84,7 @@ impl Body {
             bytes,
             config,
             terms,
+            zero,
         })
     }
 
@@ -127,7 +135,7 @@ impl Body {
         match self.op {
             Op::Move(mover) => copy::emit_run(b, self.config, mover, self.bytes, src, dst),
             Op::Add(adder) => accumulate::emit_run(b, adder, self.bytes, src, dst),
-            Op::Sum(adder) => sum::emit_run(b, adder, self.bytes, &self.terms, src, dst),
+            Op::Sum(adder) => sum::emit_run(b, adder, self.zero, self.bytes, &self.terms, src, dst),
         }
     }
 }

@@ -53,9 +53,7 @@ pub const STREAM_MIN_RUN: u64 = 64;
 /// Whether a statement moving runs of `bytes` bytes (by `action`) into a destination of
 /// `dst_bytes` bytes writes them with streaming stores.
 pub fn streams(action: relayout_ir::LoopAction, bytes: u64, dst_bytes: u64) -> bool {
-    action != relayout_ir::LoopAction::Accumulate
-        && bytes >= STREAM_MIN_RUN
-        && dst_bytes >= STREAM_MIN_DST
+    !action.is_accumulate() && bytes >= STREAM_MIN_RUN && dst_bytes >= STREAM_MIN_DST
 }
 
 /// What one piece of a run does: copy it or fill it.

@@ -35,6 +35,19 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     let dtype = k.dst.dtype;
     if let Some(split) = crate::sum::reduction_split(stmt) {
         let terms = crate::sum::terms(&stmt.loops[split..]).map_or(0, |t| t.len());
+        if stmt.action == LoopAction::Sum {
+            return Some(match dtype {
+                DType::F16 | DType::BF16 => format!(
+                    "sums from +0.0 of {terms} contributions per {} element (helper calls), each \
+                     run of {bytes} bytes stored once, never loaded",
+                    dtype.name()
+                ),
+                _ => format!(
+                    "sums from +0.0 of {terms} contributions in registers, each run of {bytes} \
+                     bytes stored once, never loaded"
+                ),
+            });
+        }
         return Some(match dtype {
             DType::F16 | DType::BF16 => format!(
                 "sums of {terms} contributions per {} element (helper calls), each run of {bytes} \

@@ -48,6 +48,16 @@ pub enum CodegenError {
         /// What overflows (`the run length`, ...).
         what: &'static str,
     },
+    /// A sum from +0.0 whose reduction loops have more points than code generation unrolls
+    /// (`relayout_ir::MAX_SUM_TERMS`; the verifier's `sum-terms` check).
+    #[error(
+        "statement {stmt}: a sum from +0.0 adds more than {} terms per run",
+        relayout_ir::MAX_SUM_TERMS
+    )]
+    SumTerms {
+        /// The statement's index.
+        stmt: usize,
+    },
     /// The generated code does its address arithmetic on 64-bit pointers.
     #[error(
         "relayout generates code for 64-bit targets only; this target has {bits}-bit pointers"

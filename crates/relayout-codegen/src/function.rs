@@ -11,7 +11,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use relayout_ir::{LoopKernel, LoopStmt, Unit};
+use relayout_ir::{LoopAction, LoopKernel, LoopStmt, Unit};
 use std::borrow::Cow;
 
 /// The signature of every statement function:
@@ -351,8 +351,12 @@ fn prepare<'s>(
         Some((outer, terms))
     });
     if let Some((outer, terms)) = summed {
-        let body = Body::sum(b, kernel.dtype(), stmt.bytes, terms, config, imports)?;
+        let zero = stmt.action == LoopAction::Sum;
+        let body = Body::sum(b, zero, kernel.dtype(), stmt.bytes, terms, config, imports)?;
         return Ok((Cow::Owned(outer), body));
+    }
+    if stmt.action == LoopAction::Sum {
+        return Err(CodegenError::SumTerms { stmt: index });
     }
     let stream = streams_in(kernel, index, stmt)?;
     let body = Body::new(

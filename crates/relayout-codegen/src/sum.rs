@@ -11,16 +11,24 @@
 //! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
 //! element. f16 and bf16 are summed element by element through their helper, as `accumulate`
 //! does.
+//!
+//! An `accumulate ... = 0 + ...` (`LoopAction::Sum`, a sum from +0.0) takes the same path, with
+//! the accumulators starting from a zero vector instead of the destination, which is then never
+//! read: the first addition is `+0.0 + t0`, as the interpreter does it (not `t0` itself, which
+//! differs for -0.0), for every element type (f16 and bf16 through their helper too). Such a
+//! statement always takes this path, also without outer loops or without reduction loops (one
+//! term); the verifier bounds its terms by `MAX_SUM_TERMS`.
 
 use crate::accumulate::Adder;
 use crate::loops::{counted_loop, Count};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
+use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{Loop, LoopAction, LoopStmt};
 
 /// Reduction loops with more points than this are left to the ordinary accumulate path.
-pub(crate) const MAX_TERMS: u64 = 64;
+pub(crate) const MAX_TERMS: u64 = relayout_ir::MAX_SUM_TERMS;
 /// Vectors summed side by side (one accumulator register each).
 const GROUP: u64 = 4;
 /// Runs of up to this many groups are summed straight-line; longer ones by a loop.
@@ -29,8 +37,16 @@ const INLINE_GROUPS: u64 = 4;
 const INLINE_ELEMENTS: u64 = 4;
 
 /// For an accumulate with innermost reduction loops, at least one other loop, and at most
-/// [`MAX_TERMS`] reduction points: the number of loops outside the reduction loops.
+/// [`MAX_TERMS`] reduction points, or a sum from +0.0 with at most [`MAX_TERMS`] reduction
+/// points: the number of loops outside the reduction loops.
 pub(crate) fn reduction_split(stmt: &LoopStmt) -> Option<usize> {
+    if stmt.action == LoopAction::Sum {
+        let split = stmt.loops.len() - stmt.reduction_loops();
+        let points = stmt.loops[split..]
+            .iter()
+            .try_fold(1u64, |n, l| n.checked_mul(l.extent))?;
+        return (points <= MAX_TERMS).then_some(split);
+    }
     if stmt.action != LoopAction::Accumulate {
         return None;
     }
@@ -63,15 +79,21 @@ pub(crate) fn terms(reductions: &[Loop]) -> Option<Vec<i64>> {
 }
 
 /// Emits `dst[..bytes] += src[t..t + bytes]` for every `t` of `terms` in order, with the
-/// destination read and written once.
+/// destination read and written once; with `zero`, the sums start from +0.0 (zero bits) and
+/// the destination is only written.
 pub(crate) fn emit_run(
     b: &mut FunctionBuilder,
     adder: Adder,
+    zero: bool,
     bytes: u64,
     terms: &[i64],
     src: Addr,
     dst: Addr,
 ) -> Result<(), CodegenError> {
+    if terms.is_empty() {
+        // Reduction loops without points: nothing is added, and nothing written.
+        return Ok(());
+    }
     let size = u64::from(adder.lane().bytes());
     if let Adder::Call(_) = adder {
         let count = bytes / size;
@@ -84,19 +106,19 @@ pub(crate) fn emit_run(
                 dst,
                 (step, step),
                 &mut |b, s, d| {
-                    element(b, adder, terms, s, d, 0);
+                    element(b, adder, zero, terms, s, d, 0);
                     Ok(())
                 },
             );
         }
         for k in 0..count {
-            element(b, adder, terms, src, dst, k as i64 * step);
+            element(b, adder, zero, terms, src, dst, k as i64 * step);
         }
         return Ok(());
     }
     if bytes < 16 {
         for k in 0..bytes / size {
-            element(b, adder, terms, src, dst, (k * size) as i64);
+            element(b, adder, zero, terms, src, dst, (k * size) as i64);
         }
         return Ok(());
     }
@@ -119,7 +141,7 @@ pub(crate) fn emit_run(
             dst,
             (step, step),
             &mut |b, s, d| {
-                vectors(b, adder, terms, s, d, &whole);
+                vectors(b, adder, zero, terms, s, d, &whole);
                 Ok(())
             },
         )?;
@@ -139,7 +161,7 @@ pub(crate) fn emit_run(
         groups[last] = &offsets[offsets.len() - groups[last].len() - 1..];
     }
     for group in groups {
-        vectors(b, adder, terms, src, dst, group);
+        vectors(b, adder, zero, terms, src, dst, group);
     }
     Ok(())
 }
@@ -149,13 +171,23 @@ pub(crate) fn emit_run(
 fn vectors(
     b: &mut FunctionBuilder,
     adder: Adder,
+    zero: bool,
     terms: &[i64],
     src: Addr,
     dst: Addr,
     offsets: &[i64],
 ) {
     let ty = adder.vector();
-    let mut acc: Vec<_> = offsets.iter().map(|&o| load(b, ty, dst, o)).collect();
+    let mut acc: Vec<_> = offsets
+        .iter()
+        .map(|&o| {
+            if zero {
+                zeros(b, ty)
+            } else {
+                load(b, ty, dst, o)
+            }
+        })
+        .collect();
     for &t in terms {
         for (a, &o) in acc.iter_mut().zip(offsets) {
             let x = load(b, ty, src, t + o);
@@ -168,12 +200,37 @@ fn vectors(
 }
 
 /// Sums the element at `delta` over every term.
-fn element(b: &mut FunctionBuilder, adder: Adder, terms: &[i64], src: Addr, dst: Addr, delta: i64) {
+fn element(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    zero: bool,
+    terms: &[i64],
+    src: Addr,
+    dst: Addr,
+    delta: i64,
+) {
     let ty = adder.lane();
-    let mut acc = load(b, ty, dst, delta);
+    let mut acc = if zero {
+        zeros(b, ty)
+    } else {
+        load(b, ty, dst, delta)
+    };
     for &t in terms {
         let x = load(b, ty, src, t + delta);
         acc = adder.add_elements(b, acc, x);
     }
     store(b, acc, dst, delta);
+}
+
+/// A value of type `ty` (a lane or a vector of lanes) with all bits zero: +0.0 for floats.
+fn zeros(b: &mut FunctionBuilder, ty: Type) -> Value {
+    if ty.is_vector() {
+        let lane = zeros(b, ty.lane_type());
+        return b.ins().splat(ty, lane);
+    }
+    match ty {
+        types::F32 => b.ins().f32const(0.0),
+        types::F64 => b.ins().f64const(0.0),
+        _ => b.ins().iconst(ty, 0),
+    }
 }

@@ -270,12 +270,22 @@ fn run_loop_stmt(
                 )?;
                 dst[d].copy_from_slice(&src[s]);
             }
-            LoopAction::Accumulate => {
+            LoopAction::Accumulate | LoopAction::Sum => {
                 let s = range(
                     offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
                     src.len(),
                     "source",
                 )?;
+                if stmt.action == LoopAction::Sum {
+                    // The first point of the reduction loops starts the sums from +0.0.
+                    let reductions = stmt.reduction_loops();
+                    if counters[counters.len() - reductions..]
+                        .iter()
+                        .all(|&c| c == 0)
+                    {
+                        dst[d.clone()].fill(0);
+                    }
+                }
                 for (a, x) in dst[d]
                     .chunks_exact_mut(esize)
                     .zip(src[s].chunks_exact(esize))

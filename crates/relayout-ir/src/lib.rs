@@ -42,7 +42,7 @@ pub use any::AnyKernel;
 pub use dtype::DType;
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
-pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit};
+pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit, MAX_SUM_TERMS};
 pub use parse::{parse_any, parse_kernel, parse_loop_kernel, ParseError};
 pub use scalar::Scalar;
 pub use tensor::{SizeOverflow, TensorType};

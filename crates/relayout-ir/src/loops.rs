@@ -41,6 +41,14 @@ pub enum LoopAction {
     },
     /// Add `bytes / elem_size` elements of the source into the destination, element by element.
     Accumulate,
+    /// Like [`LoopAction::Accumulate`], but the sums start from +0.0 (integer 0), not from what
+    /// the destination holds: at every point whose innermost reduction loops (the innermost
+    /// loops of destination stride 0) are all at their first iteration, the run becomes
+    /// `+0.0 + src`, element by element; at the other points the source is added as by
+    /// `accumulate`. So each run of the loops outside the reduction loops is
+    /// `((+0.0 + t0) + t1) + ...` over its terms in loop order, and the destination is never
+    /// read. Printed `accumulate N bytes %dst[...] = 0 + %src[...]`.
+    Sum,
 }
 
 impl LoopAction {
@@ -48,6 +56,12 @@ impl LoopAction {
     pub const ZERO_FILL: LoopAction = LoopAction::Fill {
         value: Scalar::ZERO,
     };
+
+    /// Whether this adds the source into sums: `accumulate` with or without the zero start
+    /// ([`LoopAction::Accumulate`], [`LoopAction::Sum`]).
+    pub fn is_accumulate(self) -> bool {
+        matches!(self, LoopAction::Accumulate | LoopAction::Sum)
+    }
 
     /// Whether this is a fill (of any value).
     pub fn is_fill(self) -> bool {
@@ -60,7 +74,7 @@ impl LoopAction {
         match self {
             LoopAction::Copy => "copy",
             LoopAction::Fill { .. } => "fill",
-            LoopAction::Accumulate => "accumulate",
+            LoopAction::Accumulate | LoopAction::Sum => "accumulate",
         }
     }
 }
@@ -81,7 +95,21 @@ pub struct LoopStmt {
     pub loops: Vec<Loop>,
 }
 
+/// The most points the reduction loops of an `accumulate ... = 0 + ...` ([`LoopAction::Sum`])
+/// may have (checked by the verifier: code generation unrolls them).
+pub const MAX_SUM_TERMS: u64 = 64;
+
 impl LoopStmt {
+    /// The number of innermost loops of destination stride 0 (the *reduction loops* of an
+    /// accumulate: all points of them add into the same destination run).
+    pub fn reduction_loops(&self) -> usize {
+        self.loops
+            .iter()
+            .rev()
+            .take_while(|l| l.dst_stride == 0)
+            .count()
+    }
+
     /// Number of points of the nest, saturating.
     pub fn trip_count(&self) -> u64 {
         self.loops

@@ -1043,7 +1043,8 @@ impl<'a> Parser<'a> {
     // --- loop statements -------------------------------------------------------------------
 
     /// One loop statement after its keyword `kw`:
-    /// `N bytes %dst[OFF + S * i0 ...] (= %src[...] | = 0 | += %src[...]) [for i0 in 0 to N, ...]`.
+    /// `N bytes %dst[OFF + S * i0 ...] (= %src[...] | = 0 | += %src[...] | = 0 + %src[...])
+    /// [for i0 in 0 to N, ...]`.
     fn loop_stmt(&mut self, kw: Token) -> Result<LoopStmt, ParseError> {
         self.uses.clear();
         let bytes = self.unsigned("the run length in bytes")?;
@@ -1051,12 +1052,25 @@ impl<'a> Parser<'a> {
         let (dst_offset, dst_terms) = self.offset("dst")?;
         let (action, src_offset, src_terms) = match &kw.kind {
             Kind::Ident(w) if w == "copy" || w == "accumulate" => {
-                let (action, op) = if w == "copy" {
-                    (LoopAction::Copy, "=")
+                let action = if w == "copy" {
+                    self.expect_punct("=")?;
+                    LoopAction::Copy
+                } else if self.peek_is_punct("=")? {
+                    // `= 0 + %src[...]`: the sums start from +0.0.
+                    self.next()?;
+                    let zero = self.next()?;
+                    if zero.kind != Kind::Int(0) {
+                        return Err(unexpected(
+                            &zero,
+                            "`0` (a sum from +0.0: `= 0 + %src[...]`)",
+                        ));
+                    }
+                    self.expect_punct("+")?;
+                    LoopAction::Sum
                 } else {
-                    (LoopAction::Accumulate, "+=")
+                    self.expect_punct("+=")?;
+                    LoopAction::Accumulate
                 };
-                self.expect_punct(op)?;
                 let (off, terms) = self.offset("src")?;
                 (action, off, terms)
             }

@@ -267,6 +267,10 @@ impl LoopStmt {
                 f.write_str(" += ")?;
                 src(f)?;
             }
+            LoopAction::Sum => {
+                f.write_str(" = 0 + ")?;
+                src(f)?;
+            }
         }
         if !self.loops.is_empty() {
             write!(f, "\n{CONTINUATION}for ")?;

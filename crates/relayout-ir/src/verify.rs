@@ -43,6 +43,9 @@
 //!   offsets are computed in signed 64-bit arithmetic.
 //! - `fill-source`: a fill has source offset 0 and source strides 0; it does not read the
 //!   source, and the printer does not show them, so anything else would not round-trip.
+//! - `sum-terms`: an `accumulate ... = 0 + ...` (a sum from +0.0) has at most
+//!   [`crate::MAX_SUM_TERMS`] points in its reduction loops (its innermost loops of destination
+//!   stride 0), which code generation unrolls.
 //! - `in-bounds`: exact. Over all points of the nest (none when an extent is 0), the lowest
 //!   byte offset of each operand is `offset + sum(min(0, stride * (extent - 1)))` and the
 //!   highest `offset + sum(max(0, stride * (extent - 1)))`; the lowest must be at least 0 and
@@ -62,7 +65,9 @@
 //! error written under the statement it concerns, as Cranelift prints verifier errors.
 
 use crate::parse::MAX_EXPR_DEPTH;
-use crate::{AffineExpr, Interval, Kernel, LoopKernel, LoopStmt, Stmt, TensorType};
+use crate::{
+    AffineExpr, Interval, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, TensorType, MAX_SUM_TERMS,
+};
 use std::fmt;
 
 /// One failed check.
@@ -651,6 +656,22 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
             "fill-source",
             "a fill does not read the source, so its source offset and strides must be 0",
         );
+    }
+    if stmt.action == LoopAction::Sum {
+        let split = stmt.loops.len() - stmt.reduction_loops();
+        let points = stmt.loops[split..]
+            .iter()
+            .try_fold(1u64, |n, l| n.checked_mul(l.extent));
+        if points.is_none_or(|p| p > MAX_SUM_TERMS) {
+            diags.error(
+                "sum-terms",
+                format!(
+                    "a sum from +0.0 adds at most {MAX_SUM_TERMS} terms per run (its reduction \
+                     loops are unrolled); these have {}",
+                    points.map_or("more than 2^64".into(), |p| p.to_string())
+                ),
+            );
+        }
     }
     if stmt.loops.iter().any(|l| l.extent == 0) {
         return;

@@ -402,6 +402,104 @@ fn accumulate_with_reduction_loops_every_dtype_and_length() {
 }
 
 #[test]
+fn sum_from_zero_every_dtype_and_length() {
+    // `accumulate ... = 0 + ...`: the sums start from +0.0 in registers, the destination is
+    // never read. With reduction loops, with none (one term), without outer loops, and with
+    // outer iterations whose runs overlap (the last one wins); NaN payloads, -0.0 and f16/bf16
+    // rounding included.
+    for dtype in DType::ALL {
+        let e = dtype.size();
+        for elems in (1..=24).chain([31, 63, 64, 65, 81, 100, 150, 161]) {
+            let n = elems * e;
+            if n > 700 {
+                continue;
+            }
+            let (rows_src, rows_dst) = (n as i64 + e as i64, n as i64 + 3 * e as i64);
+            let terms = [lp(2, 5 * rows_src, 0), lp(3, e as i64, 0)];
+            let src_len = (3 + 5 * 2) as u64 * rows_src as u64 + 3 * e;
+            let dst_len = 3 * rows_dst as u64;
+            let shapes: [Vec<Loop>; 5] = [
+                [lp(3, rows_src, rows_dst)]
+                    .into_iter()
+                    .chain(terms)
+                    .collect(),
+                vec![lp(3, rows_src, rows_dst)],
+                terms.to_vec(),
+                vec![],
+                // Outer runs overlapping by all but one element.
+                [lp(3, rows_src, e as i64)]
+                    .into_iter()
+                    .chain(terms)
+                    .collect(),
+            ];
+            for loops in shapes {
+                let k = kernel(
+                    dtype,
+                    src_len,
+                    dst_len,
+                    vec![stmt(LoopAction::Sum, n, 0, 0, loops)],
+                );
+                let src = special_values(dtype, k.src.size_bytes().unwrap() as usize, elems);
+                let dst = special_values(dtype, k.dst.size_bytes().unwrap() as usize, elems + 1);
+                check_with(&k, &src, &dst);
+            }
+        }
+    }
+}
+
+#[test]
+fn sum_from_zero_of_negative_zeros_is_positive_zero() {
+    // +0.0 + -0.0 is +0.0: a sum from +0.0 must add its first term to a zero, not start from
+    // it. And NaN stays NaN.
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        let e = dtype.size();
+        for elems in [1u64, 3, 4, 8, 17] {
+            let n = elems * e;
+            for (bits, want_zero) in [(0x80u8, true), (0xffu8, false)] {
+                // Every element -0.0 (only the sign bit) or all ones (a NaN).
+                let mut src = vec![0u8; (4 * n) as usize];
+                for el in src.chunks_mut(e as usize) {
+                    if bits == 0x80 {
+                        *el.last_mut().unwrap() = 0x80;
+                    } else {
+                        el.fill(0xff);
+                    }
+                }
+                for loops in [
+                    vec![lp(2, n as i64, n as i64), lp(2, 2 * n as i64, 0)],
+                    vec![],
+                ] {
+                    let k = kernel(
+                        dtype,
+                        4 * n,
+                        2 * n,
+                        vec![stmt(LoopAction::Sum, n, 0, 0, loops)],
+                    );
+                    let dst = vec![0x5au8; (2 * n) as usize];
+                    check_with(&k, &src, &dst);
+                    let compiled = CompiledKernel::compile(&k).unwrap();
+                    let mut got = dst.clone();
+                    compiled.run(&src, &mut got).unwrap();
+                    let written = if k.stmts[0].loops.is_empty() {
+                        n
+                    } else {
+                        2 * n
+                    } as usize;
+                    if want_zero {
+                        assert!(got[..written].iter().all(|&b| b == 0), "{dtype}: {got:?}");
+                    } else {
+                        assert!(
+                            got[..written].iter().all(|&b| b != 0x5a),
+                            "{dtype}: {got:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn accumulate_overlapping_runs_in_order() {
     // Runs of 8 u16 elements whose destinations overlap by 6 elements: each run must see the
     // previous run's sums.

@@ -22,7 +22,7 @@
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::output_stationary::reduction_split;
 use crate::PassError;
-use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{Loop, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,7 +50,7 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
     let mut s = s.clone();
     let reductions = s.loops.split_off(reduction_split(&s));
     s.loops.retain(|l| l.extent != 1);
-    if s.action != LoopAction::Accumulate {
+    if !s.action.is_accumulate() {
         s.loops
             .retain(|l| l.dst_stride != 0 || (reads && l.src_stride != 0));
     }

@@ -126,7 +126,7 @@ fn with_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
         return (l.extent == outer.extent && l.dst_stride == outer.dst_stride).then(|| s.clone());
     }
     let stride = u64::try_from(outer.dst_stride).ok().filter(|&d| d > 0)?;
-    if s.action == LoopAction::Accumulate || outer.extent.checked_mul(stride)? != s.bytes {
+    if s.action.is_accumulate() || outer.extent.checked_mul(stride)? != s.bytes {
         return None;
     }
     Some(LoopStmt {

@@ -14,7 +14,9 @@
 //! exact for integers, a rounding difference for floats, which the project's Col2Im tolerance
 //! allows), or a copy whose runs never write the same destination byte twice (proven when, with
 //! the loops sorted by `|dst stride|`, the smallest is at least `bytes` and each next one at
-//! least the previous times its extent).
+//! least the previous times its extent). A sum from +0.0 (`accumulate ... = 0 + ...`) starts
+//! its runs over at each point of its outer loops, so it is treated like a copy: its outer
+//! loops are reordered only when their runs never share a byte.
 //!
 //! The innermost reduction loops of an accumulate (destination stride 0, see
 //! `output-stationary`) stay innermost and in their order: they fix the order in which each
@@ -56,7 +58,10 @@ fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
         return done;
     }
     if s.loops.len() < 2
-        || (s.action == LoopAction::Copy && !relayout_ir::dependence::points_disjoint(s, 0))
+        // A copy, or a sum from +0.0 (here without its reduction loops), whose points overlap
+        // depends on which point writes last.
+        || (matches!(s.action, LoopAction::Copy | LoopAction::Sum)
+            && !relayout_ir::dependence::points_disjoint(s, 0))
     {
         return s.clone();
     }

@@ -21,9 +21,17 @@
 //! reduction loops add their runs in statement order. Results are bit-exact, float rounding,
 //! -0.0 and NaN included: nothing is reordered per element.
 //!
-//! What it does not do: remove the `fill` before the accumulations (the sums still start from
-//! what the destination holds), reorder anything across cells of different groups, or run
-//! across a statement that is not an accumulation. Run it right after `linearize`, where all
+//! When the statement just before the group is a zero fill of one contiguous range of bytes
+//! and the cells write exactly that range (each cell one statement, its runs inside the range,
+//! their bytes adding up to its length; cells never share a byte), the fill is dropped and the
+//! cells become sums from +0.0 (`accumulate N bytes %dst[...] = 0 + %src[...]`): each run is
+//! `+0.0 + t0 + t1 + ...`, exactly what the fill and the additions computed, without writing
+//! zeros first or reading the destination. Otherwise the fill stays and the sums start from
+//! what the destination holds.
+//!
+//! What it does not do: drop a fill that the cells cover only in part (no smaller fills for the
+//! rest), reorder anything across cells of different groups, or run across a statement that
+//! is not an accumulation. Run it right after `linearize`, where all
 //! of Col2Im's accumulations still have one loop structure; `coalesce` and `interchange` keep
 //! reduction loops innermost and in order.
 
@@ -56,7 +64,17 @@ impl LoopPass for OutputStationary {
             }
             let group = &k.stmts[i..j];
             match (group.len() >= 2).then(|| cells(group)).flatten() {
-                Some(cells) => stmts.extend(cells),
+                Some((mut cells, nests)) => {
+                    if nests && stmts.last().is_some_and(|f| covers(f, &cells)) {
+                        // The cells write every byte of the zero fill just before them, and
+                        // only those: drop it and start their sums from +0.0.
+                        stmts.pop();
+                        for c in &mut cells {
+                            c.action = LoopAction::Sum;
+                        }
+                    }
+                    stmts.extend(cells)
+                }
                 None => stmts.extend_from_slice(group),
             }
             i = j;
@@ -86,7 +104,7 @@ fn same_structure(a: &LoopStmt, b: &LoopStmt) -> bool {
 /// The innermost loops of `s` whose destination stride is 0 (the reduction loops), as an index
 /// into `s.loops`: `s.loops[split..]` are they. Only an accumulate has them.
 pub(crate) fn reduction_split(s: &LoopStmt) -> usize {
-    if s.action != LoopAction::Accumulate {
+    if !s.action.is_accumulate() {
         return s.loops.len();
     }
     s.loops.len()
@@ -97,9 +115,73 @@ pub(crate) fn reduction_split(s: &LoopStmt) -> usize {
             .count()
 }
 
-/// The cells of a group, or `None` when the group cannot be placed in coordinates or is not
+/// Whether `fill` is a zero fill of one contiguous range of bytes (every one of its loops
+/// steps by the run the loops inside it cover) that `cells` (disjoint accumulations, each
+/// summing one run per point of its outer loops) write exactly: every cell's runs lie inside
+/// the range, no two runs of a cell overlap, and their bytes add up to the range's length.
+fn covers(fill: &LoopStmt, cells: &[LoopStmt]) -> bool {
+    let LoopAction::Fill { value } = fill.action else {
+        return false;
+    };
+    if !value.is_zero() || fill.loops.iter().any(|l| l.extent == 0) {
+        return false;
+    }
+    let mut loops: Vec<&Loop> = fill.loops.iter().filter(|l| l.extent > 1).collect();
+    loops.sort_by_key(|l| l.dst_stride);
+    let mut len = fill.bytes;
+    for l in loops {
+        if u64::try_from(l.dst_stride).ok() != Some(len) {
+            return false;
+        }
+        let Some(next) = len.checked_mul(l.extent) else {
+            return false;
+        };
+        len = next;
+    }
+    let Some(end) = i64::try_from(len)
+        .ok()
+        .and_then(|n| fill.dst_offset.checked_add(n))
+    else {
+        return false;
+    };
+    let mut total = 0u64;
+    for c in cells {
+        let outer = LoopStmt {
+            loops: c.loops[..c.loops.len() - c.reduction_loops()].to_vec(),
+            ..c.clone()
+        };
+        if outer
+            .loops
+            .iter()
+            .any(|l| l.dst_stride <= 0 || l.extent == 0)
+            || !relayout_ir::dependence::points_disjoint(&outer, 0)
+        {
+            return false;
+        }
+        let last = outer.loops.iter().try_fold(outer.dst_offset, |acc, l| {
+            acc.checked_add(
+                l.dst_stride
+                    .checked_mul(i64::try_from(l.extent).ok()? - 1)?,
+            )
+        });
+        let fits = last
+            .and_then(|last| last.checked_add(i64::try_from(c.bytes).ok()?))
+            .is_some_and(|hi| outer.dst_offset >= fill.dst_offset && hi <= end);
+        let Some(size) = outer.trip_count().checked_mul(c.bytes) else {
+            return false;
+        };
+        if !fits || outer.trip_count() == u64::MAX {
+            return false;
+        }
+        total = total.saturating_add(size);
+    }
+    total == len
+}
+
+/// The cells of a group and whether each of them is one statement (not several kept in
+/// statement order), or `None` when the group cannot be placed in coordinates or is not
 /// worth it.
-fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
+fn cells(group: &[LoopStmt]) -> Option<(Vec<LoopStmt>, bool)> {
     let levels = group[0].loops.len();
     let bytes = i64::try_from(group[0].bytes).ok()?;
     // Levels by decreasing destination stride.
@@ -157,6 +239,7 @@ fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
     }
     let mut out = Vec::new();
     let mut summed = false;
+    let mut nests = true;
     for &phase in &phases {
         let members: Vec<usize> = (0..group.len())
             .filter(|&k| origins[k].1 == phase)
@@ -227,12 +310,15 @@ fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
                                 loops: loops.into_iter().chain(reductions).collect(),
                             });
                         }
-                        None => out.extend(terms.iter().map(|&t| LoopStmt {
-                            action: LoopAction::Accumulate,
-                            bytes: group[0].bytes,
-                            src_offset: t,
-                            dst_offset,
-                            loops: loops.clone(),
+                        None => out.extend(terms.iter().map(|&t| {
+                            nests = false;
+                            LoopStmt {
+                                action: LoopAction::Accumulate,
+                                bytes: group[0].bytes,
+                                src_offset: t,
+                                dst_offset,
+                                loops: loops.clone(),
+                            }
                         })),
                     }
                 }
@@ -257,7 +343,7 @@ fn cells(group: &[LoopStmt]) -> Option<Vec<LoopStmt>> {
     // strided pass of their own. Cells are disjoint, so their order is free; a cell kept as
     // several statements has them all with one key, and the sort is stable.
     out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
-    summed.then_some(out)
+    summed.then_some((out, nests))
 }
 
 /// `terms` as the first offset and reduction loops (outermost first) that enumerate exactly
