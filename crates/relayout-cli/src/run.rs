@@ -80,18 +80,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let kernel = relayout::compile(&op, &ty).map_err(|e| e.to_string())?;
     let compile_time = start.elapsed();
     let out_ty = kernel.output_type().clone();
-    let len = out_ty
-        .size_bytes()
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
-    let mut out = vec![0u8; len];
+    let mut out = output_buffer(&out_ty)?;
     let start = std::time::Instant::now();
     let split = kernel
         .run_split(&data, &mut out, Split::Threads(args.threads))
         .map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
     report(&args, &out_ty, &out, compile_time, run_time, &split)
+}
+
+/// A zeroed buffer for an output of type `out_ty`, or why it cannot be held in memory.
+fn output_buffer(out_ty: &TensorType) -> Result<Vec<u8>, String> {
+    let len = out_ty
+        .size_bytes()
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
+    Ok(vec![0u8; len])
 }
 
 /// Writes, prints and times the result as the flags say.
@@ -191,12 +196,7 @@ fn run_ir(
         }
     };
     let compile_time = start.elapsed();
-    let len = out_ty
-        .size_bytes()
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
-    let mut out = vec![0u8; len];
+    let mut out = output_buffer(&out_ty)?;
     let start = std::time::Instant::now();
     let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
