@@ -17,7 +17,10 @@
 //! What it does:
 //! - groups consecutive statements greedily: a statement joins the group before it when its
 //!   outermost loop has the group's extent and destination stride and the grown group's
-//!   iterations stay disjoint. A fill or copy without that loop whose run is exactly
+//!   iterations stay disjoint. A statement whose outermost loop is `k` of the group's
+//!   iterations (`k` times the extent, a `k`-th of the stride: Im2Col's padding columns,
+//!   whose loop over channels and kernel rows `coalesce` merged) is first split into the
+//!   group's loop and one of `k`. A fill or copy without that loop whose run is exactly
 //!   `extent * stride` contiguous bytes (Col2Im's whole-output fill) is first cut into
 //!   `extent` runs of `stride` bytes along such a loop, which moves the same bytes;
 //! - deepens each band while the members share the next loop too and stay disjoint;
@@ -119,11 +122,17 @@ fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
 }
 
 /// `s` with `outer` as its outermost loop: itself when it already starts with a loop of that
-/// extent and destination stride; a fill or a contiguous copy of exactly `extent * stride`
-/// bytes cut into `extent` runs along it; otherwise `None`.
+/// extent and destination stride; its outermost loop split in two when that loop runs `k`
+/// times as long with a `k` times smaller stride (one of `outer`'s iterations is `k` of its
+/// own, as when `coalesce` merged two loops that another statement keeps apart); a fill or a
+/// contiguous copy of exactly `extent * stride` bytes cut into `extent` runs along it;
+/// otherwise `None`.
 fn with_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
     if let Some(l) = s.loops.first() {
-        return (l.extent == outer.extent && l.dst_stride == outer.dst_stride).then(|| s.clone());
+        if l.extent == outer.extent && l.dst_stride == outer.dst_stride {
+            return Some(s.clone());
+        }
+        return split_outer_loop(s, outer);
     }
     let stride = u64::try_from(outer.dst_stride).ok().filter(|&d| d > 0)?;
     if s.action.is_accumulate() || outer.extent.checked_mul(stride)? != s.bytes {
@@ -142,6 +151,31 @@ fn with_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
         }],
         ..s.clone()
     })
+}
+
+/// `s` with its outermost loop (extent `outer.extent * k`, destination stride `d`, `k >= 2`,
+/// `outer.dst_stride == d * k`) split into a loop like `outer` around an inner one of `k`
+/// iterations. The split re-indexes the same points in the same order, so it never changes
+/// what the statement computes.
+fn split_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
+    let l = s.loops.first()?;
+    if outer.extent < 2 || l.extent <= outer.extent || !l.extent.is_multiple_of(outer.extent) {
+        return None;
+    }
+    let k = l.extent / outer.extent;
+    let k_i64 = i64::try_from(k).ok()?;
+    if l.dst_stride.checked_mul(k_i64)? != outer.dst_stride {
+        return None;
+    }
+    let mut loops = Vec::with_capacity(s.loops.len() + 1);
+    loops.push(Loop {
+        extent: outer.extent,
+        src_stride: l.src_stride.checked_mul(k_i64)?,
+        dst_stride: outer.dst_stride,
+    });
+    loops.push(Loop { extent: k, ..*l });
+    loops.extend_from_slice(&s.loops[1..]);
+    Some(LoopStmt { loops, ..s.clone() })
 }
 
 impl FuseNests {
