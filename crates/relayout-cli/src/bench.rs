@@ -27,12 +27,16 @@ const BUDGET_PER_CASE: Duration = Duration::from_millis(500);
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// The suite: a JSON array of cases {"name", "op", "attrs", "dtype", "input_shape"}.
-    #[arg(required_unless_present = "ops")]
+    #[arg(required_unless_present_any = ["ops", "irs"])]
     suite: Option<PathBuf>,
     /// Benchmark this op instead of a suite, in the syntax of `lower` (repeatable), e.g.
     /// 'SpaceToDepth {block_size = 2} : tensor<8x3x640x640xf32>'.
     #[arg(long = "op", value_name = "OP", conflicts_with = "suite")]
     ops: Vec<String>,
+    /// Benchmark a kernel given as IR text instead (index-map or loop IR, as `lower` and `opt`
+    /// print it; repeatable): compare a hand-edited loop nest with what the passes made.
+    #[arg(long = "ir", value_name = "FILE", conflicts_with_all = ["suite", "ops"])]
+    irs: Vec<PathBuf>,
     /// Threads for the kernel (run_threaded) and for the memcpy reference. Default: the
     /// BENCH_THREADS environment variable, or 1.
     #[arg(long)]
@@ -67,8 +71,21 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
     out.text(&report::header());
     let mut results = Vec::new();
     let mut failed = 0usize;
-    for case in &cases {
-        match bench_case(case, threads, plan, &memcpy) {
+    let ir_cases = args
+        .irs
+        .iter()
+        .map(|path| (path.display().to_string(), path));
+    let runs = cases
+        .iter()
+        .map(|case| (case.name.clone(), Subject::Case(case)))
+        .chain(ir_cases.map(|(name, path)| (name, Subject::Ir(path))))
+        .collect::<Vec<_>>();
+    for (name, subject) in &runs {
+        let result = match subject {
+            Subject::Case(case) => bench_case(case, threads, plan, &memcpy),
+            Subject::Ir(path) => bench_ir(path, threads, plan, &memcpy),
+        };
+        match result {
             Ok(result) => {
                 out.text(&report::row(&result));
                 if args.json {
@@ -78,7 +95,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("{}: error: {e}", case.name);
+                eprintln!("{name}: error: {e}");
             }
         }
     }
@@ -86,10 +103,18 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
         out.text(&note);
     }
     if failed > 0 {
-        eprintln!("{failed} of {} case(s) failed", cases.len());
+        eprintln!("{failed} of {} case(s) failed", runs.len());
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What one row of the table measures.
+enum Subject<'a> {
+    /// An op of the suite or of `--op`.
+    Case(&'a suite::SuiteCase),
+    /// A kernel given as IR text (`--ir`).
+    Ir(&'a PathBuf),
 }
 
 /// Where the human-readable lines go: standard output, or standard error when standard output
@@ -126,6 +151,9 @@ fn thread_count(flag: Option<usize>) -> Result<usize, String> {
 
 fn selected_cases(args: &BenchArgs) -> Result<Vec<suite::SuiteCase>, String> {
     let Some(path) = &args.suite else {
+        if !args.irs.is_empty() {
+            return Ok(Vec::new());
+        }
         // Ops from the command line: each is its own case, named by its op and input type.
         return args
             .ops
@@ -207,7 +235,12 @@ fn bench_case(
     let (_, recompile) = timed_compile(&op, &spec.input)?;
     let in_bytes = byte_size(&spec.input)?;
     let out_bytes = byte_size(kernel.output_type())?;
-    let timing = time_case(&kernel, in_bytes, out_bytes, threads, plan, memcpy)?;
+    let run = |src: &[u8], dst: &mut [u8]| match threads {
+        1 => kernel.run(src, dst),
+        n => kernel.run_threaded(src, dst, n),
+    };
+    let dtype = kernel.input_type().dtype;
+    let timing = time_case(run, dtype, in_bytes, out_bytes, plan, memcpy)?;
     Ok(CaseResult {
         name: case.name.clone(),
         counts_input: matches!(op, Op::Col2Im { .. }),
@@ -219,26 +252,95 @@ fn bench_case(
     })
 }
 
+/// `--ir FILE`: the kernel of the IR text (index-map IR through the default pipeline, loop IR
+/// as it is), compiled with an empty cache and timed like an op. Its ratio is against memcpy of
+/// the output bytes.
+fn bench_ir(
+    path: &std::path::Path,
+    threads: usize,
+    plan: Plan,
+    memcpy: &Memcpy,
+) -> Result<CaseResult, String> {
+    use relayout::ir::AnyKernel;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // The rendered error starts with its own "error: ", which the row already says.
+    let kernel = relayout::ir::parse_any(&text).map_err(|e| {
+        let rendered = e.render(&text);
+        rendered
+            .strip_prefix("error: ")
+            .map_or(rendered.clone(), str::to_string)
+    })?;
+    let compile = |kernel: AnyKernel| -> Result<(Box<dyn Runner>, Duration), String> {
+        let start = Instant::now();
+        let runner: Box<dyn Runner> = match kernel {
+            AnyKernel::Index(k) => {
+                Box::new(relayout::compile_kernel(k).map_err(|e| e.to_string())?)
+            }
+            AnyKernel::Loops(k) => Box::new(relayout::compile_loops(k).map_err(|e| e.to_string())?),
+        };
+        Ok((runner, start.elapsed()))
+    };
+    let (src_ty, dst_ty) = match &kernel {
+        AnyKernel::Index(k) => (k.src.clone(), k.dst.clone()),
+        AnyKernel::Loops(k) => (k.src.clone(), k.dst.clone()),
+    };
+    clear_cache();
+    let (runner, compile_time) = compile(kernel.clone())?;
+    let (_, recompile) = compile(kernel)?;
+    let in_bytes = byte_size(&src_ty)?;
+    let out_bytes = byte_size(&dst_ty)?;
+    let run = |src: &[u8], dst: &mut [u8]| runner.run_on(src, dst, threads);
+    let timing = time_case(run, src_ty.dtype, in_bytes, out_bytes, plan, memcpy)?;
+    Ok(CaseResult {
+        name: path.display().to_string(),
+        counts_input: false,
+        in_bytes: in_bytes as u64,
+        out_bytes: out_bytes as u64,
+        compile: compile_time,
+        recompile,
+        timing,
+    })
+}
+
+/// A compiled kernel of IR text, run on one thread or several.
+trait Runner {
+    fn run_on(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), relayout::Error>;
+}
+
+impl Runner for relayout::FusedOp {
+    fn run_on(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), relayout::Error> {
+        match threads {
+            1 => self.run(src, dst),
+            n => self.run_threaded(src, dst, n),
+        }
+    }
+}
+
+impl Runner for relayout::CompiledLoops {
+    fn run_on(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), relayout::Error> {
+        match threads {
+            1 => self.run(src, dst),
+            n => self.run_threaded(src, dst, n),
+        }
+    }
+}
+
 /// Allocates the four buffers (kernel src and dst, memcpy src and dst, each page-aligned and
 /// written in full) and runs the interleaved measurement. The memcpy gets buffers of its own so
 /// that, in the steady state, each side finds its data exactly where its previous run left it.
 fn time_case(
-    kernel: &CompiledOp,
+    run: impl Fn(&[u8], &mut [u8]) -> Result<(), relayout::Error>,
+    dtype: DType,
     in_bytes: usize,
     out_bytes: usize,
-    threads: usize,
     plan: Plan,
     memcpy: &Memcpy,
 ) -> Result<Timing, String> {
-    let dtype = kernel.input_type().dtype;
     let src = AlignedBuf::with_pattern(in_bytes, dtype, 0)?;
     let mut dst = AlignedBuf::with_pattern(out_bytes, dtype, 1)?;
     let copy_src = AlignedBuf::with_pattern(out_bytes, dtype, 2)?;
     let mut copy_dst = AlignedBuf::with_pattern(out_bytes, dtype, 3)?;
-    let run = |src: &[u8], dst: &mut [u8]| match threads {
-        1 => kernel.run(src, dst),
-        n => kernel.run_threaded(src, dst, n),
-    };
     measure::measure(
         plan,
         || run(black_box(src.as_slice()), black_box(dst.as_mut_slice())).map_err(|e| e.to_string()),
