@@ -182,8 +182,18 @@ fn small_col2im(
 
 #[test]
 fn bench_suite_ops_on_small_shapes() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/suite.json");
-    let text = std::fs::read_to_string(&path).expect("bench/suite.json");
+    suite_ops_on_small_shapes("bench/suite.json");
+}
+
+/// The same for the ops around the seeds (Transpose, Pad, Slice, Tile, Reshape, Im2Col).
+#[test]
+fn bench_suite_beyond_ops_on_small_shapes() {
+    suite_ops_on_small_shapes("bench/suite_beyond.json");
+}
+
+fn suite_ops_on_small_shapes(suite: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(suite);
+    let text = std::fs::read_to_string(&path).expect("the suite file");
     let suite: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
     assert!(!suite.is_empty());
     let mut failures = Vec::new();
@@ -199,7 +209,8 @@ fn bench_suite_ops_on_small_shapes() {
 }
 
 /// Statements are split over threads only when they move at least twice 256 KiB, so these
-/// shapes are large enough that `run_threaded` really cuts them at the guard pages' edges.
+/// shapes are large enough that `run_threaded` really cuts them (and their bands) at the guard
+/// pages' edges.
 #[test]
 fn medium_shapes_split_over_threads() {
     let specs = [
@@ -213,6 +224,20 @@ fn medium_shapes_split_over_threads() {
         "BatchToSpace {block_size = 3, crops = [[1, 1], [0, 2]]} : tensor<9x21x23x17xcomplex<f64>>",
         "SpaceToBatchND {block_shape = [8], paddings = [[3, 5]]} : tensor<4x4000x16xf32>",
         "Col2Im {image_shape = [32, 32], block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x144x1024xi32>",
+        // The ops around the seeds, at shapes where the passes fuse bands (Im2Col's padding
+        // and rows, reflect Pad's planes), tile transposes and gather with steps.
+        "Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x32x48x48xf32>",
+        "Im2Col {block_shape = [2, 3], pads = [0, 1, 2, 0], strides = [2, 1], dilations = [1, 2]} : tensor<2x32x64x64xi16>",
+        r#"Pad {pads = [0, 0, 1, 1, 0, 0, 1, 1], mode = "reflect"} : tensor<2x32x48x48xf32>"#,
+        r#"Pad {pads = [0, 0, 2, 3, 0, 0, 1, 2], mode = "edge"} : tensor<4x32x64x65xui8>"#,
+        r#"Pad {pads = [0, 1, 1, 0, 0, 1, 1, 0], mode = "constant", constant_value = 1.5} : tensor<2x32x32x64xf32>"#,
+        "Slice {starts = [0, 1], ends = [64, 64], axes = [2, 3], steps = [2, 2]} : tensor<2x32x64x64xf32>",
+        "Slice {starts = [1, 0], ends = [99, 99], axes = [2, 3], steps = [3, 3]} : tensor<8x8x99x99xui8>",
+        "Slice {starts = [-1], ends = [-1000], axes = [3], steps = [-2]} : tensor<8x8x64x65xf16>",
+        "Transpose {perm = [1, 0]} : tensor<512x512xf32>",
+        "Transpose {perm = [0, 2, 3, 1]} : tensor<2x64x40x40xf32>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<20x96x96x3xui8>",
+        "Tile {repeats = [4, 1, 1]} : tensor<1x256x768xf32>",
     ];
     let mut failures = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
