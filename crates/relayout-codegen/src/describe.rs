@@ -79,8 +79,8 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         return Some(if plan.reads_skipped_bytes() {
             format!(
                 "16-byte shuffle blocks: runs of {bytes} bytes gathered from whole vectors \
-                 loaded with the bytes between them (never outside the bytes each block \
-                 reads), packed in registers and stored as whole vectors"
+                 loaded with the skipped bytes (every load proven inside the source), packed \
+                 in registers and stored as whole vectors"
             )
         } else {
             format!(
