@@ -75,11 +75,19 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
              innermost loop: the output is too large to stay in cache"
         ));
     }
-    if !stmt.loops.is_empty() && shuffle::plan(stmt).is_some() {
-        return Some(format!(
-            "16-byte shuffle blocks: runs of {bytes} bytes interleaved in registers, whole \
-             vectors loaded and stored"
-        ));
+    if let Some(plan) = shuffle::plan(stmt, crate::function::src_bytes(k)) {
+        return Some(if plan.reads_skipped_bytes() {
+            format!(
+                "16-byte shuffle blocks: runs of {bytes} bytes gathered from whole vectors \
+                 loaded with the skipped bytes (every load proven inside the source), packed \
+                 in registers and stored as whole vectors"
+            )
+        } else {
+            format!(
+                "16-byte shuffle blocks: runs of {bytes} bytes interleaved in registers, whole \
+                 vectors loaded and stored"
+            )
+        });
     }
     let (verb, callable) = match stmt.action {
         LoopAction::Fill { value } => {
@@ -177,10 +185,29 @@ mod tests {
              }\n",
         );
         assert!(big[0].starts_with("streaming"), "{big:?}");
-        // Short and medium runs.
-        let small = check(
-            "loops @small(%src: tensor<64xf32>) -> (%dst: tensor<64xf32>) {\n\
+        // A reversal: whole vectors, their lanes reversed.
+        let reverse = check(
+            "loops @reverse(%src: tensor<64xf32>) -> (%dst: tensor<64xf32>) {\n\
                copy 4 bytes %dst[0 + 4 * i0] = %src[252 - 4 * i0]\n\
+                 for i0 in 0 to 64\n\
+             }\n",
+        );
+        assert!(reverse[0].starts_with("16-byte shuffle blocks: runs of 4 bytes interleaved"));
+        // A stride-2 Slice: vectors loaded with the skipped elements.
+        let slice = check(
+            "loops @slice(%src: tensor<4x32xf32>) -> (%dst: tensor<4x16xf32>) {\n\
+               copy 4 bytes %dst[0 + 64 * i0 + 4 * i1] = %src[4 + 128 * i0 + 8 * i1]\n\
+                 for i0 in 0 to 4, i1 in 0 to 16\n\
+             }\n",
+        );
+        assert!(
+            slice[0].contains("gathered from whole vectors"),
+            "{slice:?}"
+        );
+        // Short runs written with gaps (a scatter): no whole destination vectors.
+        let small = check(
+            "loops @small(%src: tensor<64xf32>) -> (%dst: tensor<128xf32>) {\n\
+               copy 4 bytes %dst[0 + 8 * i0] = %src[0 + 4 * i0]\n\
                  for i0 in 0 to 64\n\
              }\n",
         );

@@ -100,6 +100,7 @@ fn translate_entries(
         }
         check_stmt(kernel, *index, stmt)?;
     }
+    let src_bytes = src_bytes(kernel);
     let mut func = Function::with_name_signature(
         UserFuncName::testcase(sanitize(&kernel.name)),
         kernel_signature(config.default_call_conv),
@@ -155,7 +156,7 @@ fn translate_entries(
             (Some(&Unit::Stmt(i)), _) => {
                 let (stmt, body) = prepare(&mut b, kernel, i, &kernel.stmts[i], config, imports)?;
                 streams |= body.streams();
-                emit_unit_stmt(&mut b, i, &stmt, &body, args, done)?
+                emit_unit_stmt(&mut b, i, &stmt, &body, src_bytes, args, done)?
             }
             (Some(&Unit::Band(band)), _) => {
                 let mut prepared = Vec::with_capacity(band.len);
@@ -169,12 +170,12 @@ fn translate_entries(
                     .iter()
                     .map(|(i, stmt, body)| (*i, &**stmt, body))
                     .collect();
-                emit_band(&mut b, &members, args)?
+                emit_band(&mut b, &members, src_bytes, args)?
             }
             (None, Some((i, stmt))) => {
                 let (stmt, body) = prepare(&mut b, kernel, *i, stmt, config, imports)?;
                 streams |= body.streams();
-                emit_unit_stmt(&mut b, *i, &stmt, &body, args, done)?
+                emit_unit_stmt(&mut b, *i, &stmt, &body, src_bytes, args, done)?
             }
             (None, None) => unreachable!("one block per entry"),
         }
@@ -210,6 +211,7 @@ fn emit_unit_stmt(
     index: usize,
     stmt: &LoopStmt,
     body: &Body,
+    src_bytes: u64,
     args: [cranelift_codegen::ir::Value; 4],
     done: cranelift_codegen::ir::Block,
 ) -> Result<(), CodegenError> {
@@ -217,7 +219,7 @@ fn emit_unit_stmt(
     if stmt.loops.iter().any(|l| l.extent == 0) {
         return Ok(());
     }
-    emit_range(b, index, stmt, body, args, done)
+    emit_range(b, index, stmt, body, src_bytes, args, done)
 }
 
 /// A band: for each iteration `i` of `[start, min(end, extent))` of the loop its members
@@ -226,6 +228,7 @@ fn emit_unit_stmt(
 fn emit_band(
     b: &mut FunctionBuilder,
     members: &[(usize, &LoopStmt, &Body)],
+    src_bytes: u64,
     [src, dst, start, end]: [cranelift_codegen::ir::Value; 4],
 ) -> Result<(), CodegenError> {
     let Some(extent) = members.first().and_then(|(_, s, _)| s.loops.first()) else {
@@ -255,7 +258,7 @@ fn emit_band(
         };
         let s = base(b, src, stmt.src_offset, Some((i, src_stride)));
         let d = base(b, dst, stmt.dst_offset, Some((i, outer.dst_stride)));
-        emit_nest(b, index, stmt, body, Count::Const(1), s, d)?;
+        emit_nest(b, index, stmt, body, src_bytes, Count::Const(1), (s, d))?;
     }
     let next = b.ins().iadd_imm_u(i, 1);
     b.ins().jump(header, &[next.into()]);
@@ -315,7 +318,16 @@ pub fn translate_stmt(
     let exit = b.create_block();
     // A nest with an empty loop has no points; its function does nothing.
     if !stmt.loops.iter().any(|l| l.extent == 0) {
-        emit_range(&mut b, index, stmt, &body, [src, dst, start, end], exit)?;
+        let src_bytes = src_bytes(kernel);
+        emit_range(
+            &mut b,
+            index,
+            stmt,
+            &body,
+            src_bytes,
+            [src, dst, start, end],
+            exit,
+        )?;
         if body.streams() {
             // Streaming stores are weakly ordered: fence them before the caller (or the
             // thread that joins this one) reads the destination.
@@ -440,6 +452,7 @@ fn emit_range(
     index: usize,
     stmt: &LoopStmt,
     body: &Body,
+    src_bytes: u64,
     [src, dst, start, end]: [cranelift_codegen::ir::Value; 4],
     exit: cranelift_codegen::ir::Block,
 ) -> Result<(), CodegenError> {
@@ -468,22 +481,23 @@ fn emit_range(
     };
     let s = base(b, src, stmt.src_offset, Some((start, src_stride)));
     let d = base(b, dst, stmt.dst_offset, Some((start, outer.dst_stride)));
-    emit_nest(b, index, stmt, body, Count::Dyn(count), s, d)
+    emit_nest(b, index, stmt, body, src_bytes, Count::Dyn(count), (s, d))
 }
 
 /// The statement's nest (loops not empty) from `src` and `dst`, its outer loop running
-/// `count` times: with shuffle blocks when the planner finds them, else as plain loops.
+/// `count` times: with shuffle blocks when the planner finds them (it is told the source
+/// tensor's size, `src_bytes`, to prove its vector loads inside it), else as plain loops.
 fn emit_nest(
     b: &mut FunctionBuilder,
     index: usize,
     stmt: &LoopStmt,
     body: &Body,
+    src_bytes: u64,
     count: Count,
-    s: Addr,
-    d: Addr,
+    (s, d): (Addr, Addr),
 ) -> Result<(), CodegenError> {
     let emitter = Emitter { stmt: index, body };
-    if let Some(plan) = shuffle::plan(stmt) {
+    if let Some(plan) = shuffle::plan(stmt, src_bytes) {
         return emitter.shuffle_nest(b, stmt, &plan, count, s, d);
     }
     emitter.nest(b, &stmt.loops, count, s, d)
@@ -511,6 +525,13 @@ fn base(
     } else {
         Addr::new(b.ins().iadd_imm_s(ptr, offset), 0)
     }
+}
+
+/// The source tensor's size in bytes, which the shuffle planner proves its vector loads
+/// against; 0 (no vector loads proven, so none made) if it overflows, which a verified kernel's
+/// does not.
+pub(crate) fn src_bytes(kernel: &LoopKernel) -> u64 {
+    kernel.src.size_bytes().unwrap_or(0)
 }
 
 /// Function names are CLIF identifiers.

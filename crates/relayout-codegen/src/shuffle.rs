@@ -1,14 +1,26 @@
-//! Interleave, deinterleave and small transposes of short runs with 16-byte shuffles.
+//! Interleave, deinterleave, small transposes and strided gathers of short runs with 16-byte
+//! shuffles.
 //!
-//! A copy whose run is shorter than a vector (a single f32 in DepthToSpace / SpaceToDepth)
-//! would otherwise move one run per point. Here two loops of the statement are picked: a short
-//! *factor* loop F (2 to 4 iterations) and a *lane* loop X. A *block* is F complete times a
-//! tile of T iterations of X, chosen so that the bytes the block reads are whole 16-byte
-//! vectors and so are the bytes it writes (e.g. pixel shuffle: four source rows of four f32
-//! each, one 64-byte destination run). The block's byte permutation is found by simulating the
-//! two loops on byte offsets, so no mask is written by hand and one mechanism serves
-//! interleave, deinterleave and every element size; each destination vector is then built
-//! from the source vectors it draws on with `shuffle`s (see [`build`]).
+//! A copy whose run is shorter than a vector (a single f32 in DepthToSpace / SpaceToDepth, a
+//! Slice with steps) would otherwise move one run per point. Here a *lane* loop X of the
+//! statement is picked, and optionally a short *factor* loop F (2 to 4 iterations). A *block*
+//! is F complete times a tile of T iterations of X, chosen so that the bytes it writes are
+//! whole 16-byte vectors (e.g. pixel shuffle: four source rows of four f32 each, one 64-byte
+//! destination run). Its reads are covered by 16-byte source vectors: exactly when they are
+//! whole vectors too, else (a read with gaps, such as a stride-2 Slice's every other element)
+//! by vectors that also hold bytes the statement skips, which are junk to the result and never
+//! stored. The block's byte permutation is found by simulating the two loops on byte offsets,
+//! so no mask is written by hand and one mechanism serves interleave, deinterleave, strided
+//! and reversed gathers and every element size; each destination vector is then built from
+//! the source vectors it draws on with `shuffle`s (see [`build`]).
+//!
+//! Loading skipped bytes must never leave the source tensor, which the verifier cannot see:
+//! it proved in bounds only the bytes the statement reads. So a plan is used only when the
+//! extremes of every vector load over the whole iteration space are proven inside the source
+//! from the shapes (see [`loads_in_bounds`]). Of the ways to place the vectors (see
+//! [`Placement`]), one keeps them between the first and last bytes each block reads, so a
+//! gather that reads the very ends of its source can still be planned; when that way costs
+//! more than the scalar moves, the statement keeps the ordinary nest.
 //!
 //! The other loops stay ordinary loops around the block and the statement's outermost loop
 //! stays outermost (its range is what threads split). Moving F and X inward reorders the
@@ -38,9 +50,9 @@ const UNROLL_VECTORS: usize = 8;
 /// How a statement is vectorised.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    /// Index of the lane loop X and of the factor loop F in the statement's loops.
+    /// Index of the lane loop X and of the factor loop F, if any, in the statement's loops.
     x: usize,
-    f: usize,
+    f: Option<usize>,
     /// X iterations per block (a power of two).
     tile: u64,
     /// Offsets of the block's source vectors from its source address (at the tile's first X
@@ -49,6 +61,8 @@ pub(crate) struct Plan {
     /// The block's destination vectors: offset from its destination address, and how to
     /// compute it from the source vectors.
     dst_vectors: Vec<(i64, Node)>,
+    /// Whether the source vectors hold bytes the statement skips (see [`Placement`]).
+    skipped: bool,
 }
 
 /// A vector computed in a block.
@@ -80,9 +94,17 @@ struct Candidate {
     cost: u32,
 }
 
-/// Chooses how to vectorise `stmt`, or `None` when this path does not apply: then the
-/// ordinary nest runs it.
-pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
+impl Plan {
+    /// Whether the block's source vectors hold bytes the statement does not read (a gather
+    /// with gaps, such as a Slice with steps).
+    pub(crate) fn reads_skipped_bytes(&self) -> bool {
+        self.skipped
+    }
+}
+
+/// Chooses how to vectorise `stmt`, whose source tensor is `src_bytes` long, or `None` when
+/// this path does not apply: then the ordinary nest runs it.
+pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
     if stmt.action != LoopAction::Copy
         || stmt.bytes >= V as u64
         || !relayout_ir::dependence::points_disjoint(stmt, 0)
@@ -92,21 +114,24 @@ pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
     let run = stmt.bytes;
     // The smallest tile whose X runs fill whole vectors when X is contiguous on one side.
     let tile = (V as u64) / gcd(run, V as u64);
+    // No factor loop, or one of 2 to 4 iterations (never the outermost loop).
+    let factors = std::iter::once(None).chain(
+        (1..stmt.loops.len())
+            .filter(|&f| (2..=4).contains(&stmt.loops[f].extent))
+            .map(Some),
+    );
     let mut best: Option<(u64, u64, Plan)> = None;
-    for f in 1..stmt.loops.len() {
-        if !(2..=4).contains(&stmt.loops[f].extent) {
-            continue;
-        }
+    for f in factors {
         for x in 0..stmt.loops.len() {
-            if x == f || stmt.loops[x].extent < tile {
+            if Some(x) == f || stmt.loops[x].extent < tile {
                 continue;
             }
-            let Some((plan, cost)) = block(stmt, x, f, tile) else {
+            let Some((plan, cost)) = block(stmt, x, f, tile, src_bytes) else {
                 continue;
             };
             let extent = stmt.loops[x].extent;
             // Cheapest per destination vector, then the longest X (fewest scalar leftovers).
-            let per_vector = cost * 64 / plan.dst_vectors.len() as u64;
+            let per_vector = cost / plan.dst_vectors.len() as u64;
             let key = (per_vector, std::cmp::Reverse(extent));
             if best
                 .as_ref()
@@ -116,18 +141,35 @@ pub(crate) fn plan(stmt: &LoopStmt) -> Option<Plan> {
             }
         }
     }
-    // Worth it when a destination vector (a load and a store per side, plus its shuffles)
-    // costs fewer instructions than its 16 / run scalar runs of one or two moves each.
+    // Worth it when a destination vector (its shuffles, its store and its loads) costs fewer
+    // instructions than its 16 / run scalar runs of one or two moves each, a load and a store.
     let moves = if run.is_power_of_two() { 1 } else { 2 };
     let scalar = 2 * moves * 64 * V as u64 / run;
-    best.filter(|(c, _, _)| c + 2 * 64 < scalar)
-        .map(|(_, _, p)| p)
+    best.filter(|(c, _, _)| *c < scalar).map(|(_, _, p)| p)
 }
 
-/// The block of loops `x` (tiled by `tile`) and `f`, if its reads and writes are whole
-/// vectors and each destination vector draws on few enough source vectors, with its cost.
-fn block(stmt: &LoopStmt, x: usize, f: usize, tile: u64) -> Option<(Plan, u64)> {
-    let (lx, lf) = (&stmt.loops[x], &stmt.loops[f]);
+/// The block of loops `x` (tiled by `tile`) and `f` (if any), if its writes are whole vectors,
+/// its vector loads are proven inside the source of `src_bytes` bytes, and each destination
+/// vector draws on few enough source vectors, with its cost in 64ths of an instruction: one
+/// per shuffle, store and load, except that the loads beyond one per destination vector
+/// (those of skipped bytes) count a half, as two loads issue per cycle. Reads with gaps have
+/// three ways to place their vectors (see [`Placement`]): the cheapest one proven in bounds.
+fn block(
+    stmt: &LoopStmt,
+    x: usize,
+    f: Option<usize>,
+    tile: u64,
+    src_bytes: u64,
+) -> Option<(Plan, u64)> {
+    let lx = &stmt.loops[x];
+    let lf = f.map_or(
+        Loop {
+            extent: 1,
+            src_stride: 0,
+            dst_stride: 0,
+        },
+        |f| stmt.loops[f],
+    );
     let mut src = Vec::new();
     let mut dst = Vec::new();
     for t in 0..tile as i64 {
@@ -146,33 +188,155 @@ fn block(stmt: &LoopStmt, x: usize, f: usize, tile: u64) -> Option<(Plan, u64)> 
             }
         }
     }
-    let src_vectors = vectors(&src)?;
     let dst_vectors = vectors(&dst)?;
+    let placements = match vectors(&src) {
+        Some(exact) => vec![(exact, false)],
+        None => [Placement::Up, Placement::Down, Placement::Inside]
+            .into_iter()
+            .filter_map(|p| Some((covering(&src, p)?, true)))
+            .collect(),
+    };
+    let mut best: Option<(Plan, u64)> = None;
+    for (src_vectors, skipped) in placements {
+        let Some((plan, cost)) = block_from(x, f, tile, (&src, &dst), src_vectors, &dst_vectors)
+        else {
+            continue;
+        };
+        let plan = Plan { skipped, ..plan };
+        if loads_in_bounds(stmt, &plan, src_bytes) && best.as_ref().is_none_or(|b| cost < b.1) {
+            best = Some((plan, cost));
+        }
+    }
+    best
+}
+
+/// The block whose bytes `src` and `dst` (offsets from the block's addresses, in the same
+/// order) are read from `src_vectors` and written as `dst_vectors`, with its cost (see
+/// [`block`]).
+fn block_from(
+    x: usize,
+    f: Option<usize>,
+    tile: u64,
+    (src, dst): (&[i64], &[i64]),
+    src_vectors: Vec<i64>,
+    dst_vectors: &[i64],
+) -> Option<(Plan, u64)> {
     if src_vectors.len() > MAX_VECTORS {
         return None;
     }
     // Where each destination byte comes from: (source vector, lane), by destination vector.
     let mut targets = vec![[Slot::Junk; V]; dst_vectors.len()];
-    for (&s, &d) in src.iter().zip(&dst) {
+    for (&s, &d) in src.iter().zip(dst) {
         let (sv, sl) = locate(&src_vectors, s)?;
-        let (dv, dl) = locate(&dst_vectors, d)?;
+        let (dv, dl) = locate(dst_vectors, d)?;
         targets[dv][dl] = Slot::Byte(sv, sl);
     }
-    let mut cost = 0;
+    let mut shuffles = 0;
     let mut built = Vec::with_capacity(dst_vectors.len());
-    for (target, &offset) in targets.iter().zip(&dst_vectors) {
+    for (target, &offset) in targets.iter().zip(dst_vectors) {
         let c = build(target)?;
-        cost += u64::from(c.cost);
+        shuffles += u64::from(c.cost);
         built.push((offset, Rc::unwrap_or_clone(c.node)));
     }
+    let (loads, stores) = (src_vectors.len() as u64, dst_vectors.len() as u64);
+    let extra_loads = loads.saturating_sub(stores);
+    let cost = 64 * (shuffles + stores + (loads - extra_loads)) + 32 * extra_loads;
     let plan = Plan {
         x,
         f,
         tile,
         src_vectors,
         dst_vectors: built,
+        skipped: false,
     };
     Some((plan, cost))
+}
+
+/// Where the source vectors of a read with gaps go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Placement {
+    /// Each starts at the lowest byte not yet held: the last may reach up to 15 bytes past
+    /// the block's highest read, which [`loads_in_bounds`] must prove inside the source.
+    Up,
+    /// Each ends at the highest byte not yet held (the mirror image, for reversed reads or
+    /// reads that end at the source's end): the last may reach below the block's lowest
+    /// read.
+    Down,
+    /// As `Up`, but a vector that would reach past the highest read is moved down to end
+    /// there (it may then overlap the one before it), so that every vector lies between the
+    /// first and the last byte the block reads, two bytes the verifier proved inside the
+    /// source: always in bounds, at the price of shuffles when the lanes no longer line up.
+    Inside,
+}
+
+/// Starts of 16-byte vectors, in increasing order, that together hold every byte of
+/// `offsets` (a block's reads, which may repeat and leave gaps), placed as `placement` says;
+/// `None` when `Inside` finds the span of the reads shorter than a vector.
+fn covering(offsets: &[i64], placement: Placement) -> Option<Vec<i64>> {
+    let mut sorted = offsets.to_vec();
+    sorted.sort_unstable();
+    if placement == Placement::Down {
+        // The mirror image of `Up`: a vector of the negated offsets starting at -o ends at o.
+        let mirrored: Vec<i64> = sorted.iter().rev().map(|&o| -o).collect();
+        let starts = covering(&mirrored, Placement::Up)?;
+        return starts
+            .iter()
+            .rev()
+            .map(|&s| s.checked_add(V as i64 - 1).map(|e| -e))
+            .collect();
+    }
+    let (&lo, &hi) = (sorted.first()?, sorted.last()?);
+    let last_start = if placement == Placement::Inside {
+        hi.checked_sub(V as i64 - 1).filter(|&s| s >= lo)?
+    } else {
+        i64::MAX
+    };
+    let mut starts: Vec<i64> = Vec::new();
+    for &o in &sorted {
+        if starts.last().is_some_and(|&s| o < s + V as i64) {
+            continue;
+        }
+        // `lo <= min(o, last_start) <= o`, so the vector holds `o`; `Inside` ends it at or
+        // before `hi`.
+        starts.push(o.min(last_start));
+    }
+    Some(starts)
+}
+
+/// Whether every source vector `plan` loads lies inside the source tensor of `src_bytes`
+/// bytes at every block the nest runs: the lowest and highest block addresses are those of
+/// the loops at their extreme values (the addresses are affine in the indices, strides of
+/// any sign), X ranging over the first iterations of the tiles it can start (any iteration up
+/// to `extent - tile` for the outermost loop, whose tiles start wherever a thread's range
+/// does; multiples of the tile otherwise).
+fn loads_in_bounds(stmt: &LoopStmt, plan: &Plan, src_bytes: u64) -> bool {
+    let (Some(&first), Some(&last)) = (plan.src_vectors.first(), plan.src_vectors.last()) else {
+        return false;
+    };
+    let mut lo = i128::from(stmt.src_offset);
+    let mut hi = lo;
+    for (i, l) in stmt.loops.iter().enumerate() {
+        // F's iterations are part of the block (in its vector offsets).
+        if Some(i) == plan.f {
+            continue;
+        }
+        let top = if i == plan.x {
+            if l.extent < plan.tile {
+                return false;
+            }
+            if i == 0 {
+                l.extent - plan.tile
+            } else {
+                (l.extent / plan.tile - 1) * plan.tile
+            }
+        } else {
+            l.extent.saturating_sub(1)
+        };
+        let reach = i128::from(l.src_stride) * i128::from(top);
+        lo += reach.min(0);
+        hi += reach.max(0);
+    }
+    lo + i128::from(first) >= 0 && hi + i128::from(last) + V as i128 <= i128::from(src_bytes)
 }
 
 /// The starts of the 16-byte vectors that exactly cover `offsets`, in increasing order, or
@@ -437,11 +601,18 @@ impl Emitter<'_> {
             .loops
             .iter()
             .enumerate()
-            .filter(|&(i, _)| i != plan.x && i != plan.f)
+            .filter(|&(i, _)| i != plan.x && Some(i) != plan.f)
             .map(|(_, l)| *l)
             .collect();
         let lx = stmt.loops[plan.x];
-        let lf = stmt.loops[plan.f];
+        let lf = plan.f.map_or(
+            Loop {
+                extent: 1,
+                src_stride: 0,
+                dst_stride: 0,
+            },
+            |f| stmt.loops[f],
+        );
         // The scalar runs of one X iteration: all of F.
         let mut leftover = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
             for j in 0..lf.extent as i64 {
@@ -634,4 +805,133 @@ fn value(
     };
     cache.insert(node.clone(), v);
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+        Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+
+    /// A Slice with `step` (negative: reversed) over the last axis of `rows` rows of `width`
+    /// elements of `e` bytes, from element `start`, `n` elements a row; and its source size.
+    fn slice(e: u64, rows: u64, width: u64, start: i64, step: i64, n: u64) -> (LoopStmt, u64) {
+        let e64 = e as i64;
+        let stmt = LoopStmt {
+            action: LoopAction::Copy,
+            bytes: e,
+            src_offset: start * e64,
+            dst_offset: 0,
+            loops: vec![
+                lp(rows, width as i64 * e64, n as i64 * e64),
+                lp(n, step * e64, e64),
+            ],
+        };
+        (stmt, rows * width * e)
+    }
+
+    #[test]
+    fn covering_stays_inside_the_bytes_read() {
+        // Every other f32 of 16 bytes... 28 bytes: the second vector moves down to end at 27.
+        let reads: Vec<i64> = [0i64, 8, 16, 24].iter().flat_map(|&s| s..s + 4).collect();
+        assert_eq!(covering(&reads, Placement::Inside), Some(vec![0, 12]));
+        assert_eq!(covering(&reads, Placement::Up), Some(vec![0, 16]));
+        assert_eq!(covering(&reads, Placement::Down), Some(vec![-4, 12]));
+        // Reversed: the same bytes in the other order.
+        let rev: Vec<i64> = reads.iter().map(|&o| -o).collect();
+        let starts = covering(&rev, Placement::Inside).unwrap();
+        assert!(
+            starts.iter().all(|&s| s >= -27 && s + 15 <= 0),
+            "{starts:?}"
+        );
+        // A span shorter than a vector cannot be covered inside it.
+        assert_eq!(covering(&[0, 3, 6, 9], Placement::Inside), None);
+        assert_eq!(covering(&[0, 3, 6, 9], Placement::Up), Some(vec![0]));
+        assert_eq!(covering(&[0, 3, 6, 9], Placement::Down), Some(vec![-6]));
+    }
+
+    #[test]
+    fn strided_gathers_of_every_element_size_and_step() {
+        for e in [1u64, 2, 4, 8] {
+            for step in [2i64, 3, 4, -1, -2, -3, -4] {
+                let width = 64 * step.unsigned_abs() + 1;
+                let start = if step < 0 { width as i64 - 1 } else { 0 };
+                let (stmt, size) = slice(e, 3, width, start, step, 64);
+                let plan = plan(&stmt, size);
+                let plan = plan.unwrap_or_else(|| panic!("no plan for {e}-byte step {step}"));
+                assert_eq!(
+                    plan.reads_skipped_bytes(),
+                    step != -1,
+                    "{e} {step}: {plan:?}"
+                );
+            }
+        }
+    }
+
+    /// Every vector load of every block the nest can run, by brute force: the other loops at
+    /// every value, X at every iteration a tile can start at (any for the outermost loop,
+    /// whose tiles start where a thread's range does; else the multiples of the tile).
+    fn loads_inside(stmt: &LoopStmt, plan: &Plan, size: u64) -> bool {
+        let mut bases = vec![stmt.src_offset];
+        for (i, l) in stmt.loops.iter().enumerate() {
+            let (top, every) = match i {
+                _ if Some(i) == plan.f => (0, 1),
+                0 if i == plan.x => (l.extent - plan.tile, 1),
+                _ if i == plan.x => (l.extent - plan.tile, plan.tile as usize),
+                _ => (l.extent - 1, 1),
+            };
+            bases = bases
+                .iter()
+                .flat_map(|&b| {
+                    (0..=top as i64)
+                        .step_by(every)
+                        .map(move |k| b + k * l.src_stride)
+                })
+                .collect();
+        }
+        bases.iter().all(|&b| {
+            plan.src_vectors
+                .iter()
+                .all(|&o| b + o >= 0 && b + o + V as i64 <= size as i64)
+        })
+    }
+
+    /// Gathers that read the first and last elements of their source, where some placements
+    /// of the vectors would load outside it: a plan is found only when proven, and brute force
+    /// agrees that it stays inside.
+    #[test]
+    fn plans_load_inside_the_source() {
+        let mut planned = 0;
+        for e in [1u64, 2, 4, 8] {
+            for step in [2i64, 3, 4, -2, -3, -4] {
+                let s = step.unsigned_abs();
+                for n in [8u64, 16, 17, 31, 32, 33] {
+                    for lead in [0u64, 1] {
+                        let width = lead + (n - 1) * s + 1;
+                        let start = if step > 0 { lead } else { width - 1 - lead } as i64;
+                        let (stmt, size) = slice(e, 2, width, start, step, n);
+                        for stmt in [stmt.clone(), swapped(&stmt)] {
+                            if let Some(plan) = plan(&stmt, size) {
+                                planned += 1;
+                                assert!(loads_inside(&stmt, &plan, size), "{stmt:?}\n{plan:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(planned > 200, "{planned}");
+    }
+
+    fn swapped(stmt: &LoopStmt) -> LoopStmt {
+        let mut s = stmt.clone();
+        s.loops.swap(0, 1);
+        s
+    }
 }

@@ -257,3 +257,85 @@ proptest! {
         }
     }
 }
+
+/// A strided gather with no slack around it: `rows` rows of `width` elements of `dtype`, and
+/// from each the `n` elements `start, start + step, ...` (step negative: reversed), so that the
+/// first and last elements read can be the first and last of the source. The shuffle path
+/// loads whole vectors with the skipped elements; they must stay inside the source.
+fn gather(dtype: DType, rows: u64, width: u64, start: i64, step: i64, n: u64) -> LoopKernel {
+    let e = dtype.size() as i64;
+    LoopKernel {
+        bands: Vec::new(),
+        name: "gather".into(),
+        src: TensorType::new(dtype, [rows, width]),
+        dst: TensorType::new(dtype, [rows, n]),
+        stmts: vec![LoopStmt {
+            action: LoopAction::Copy,
+            bytes: e as u64,
+            src_offset: start * e,
+            dst_offset: 0,
+            loops: vec![lp(rows, width as i64 * e, n as i64 * e), lp(n, step * e, e)],
+        }],
+    }
+}
+
+/// Every element size with steps 2 to 4, forward and reversed, reading up to both ends of
+/// the source; each really runs as shuffle blocks over vectors with skipped bytes.
+#[test]
+fn strided_gathers_up_to_the_source_ends() {
+    for dtype in [DType::U8, DType::F16, DType::F32, DType::F64] {
+        for step in [2i64, 3, 4, -2, -3, -4] {
+            let s = step.unsigned_abs();
+            for (n, lead) in [(32u64, 0u64), (33, 1), (35, s - 1), (64, 0), (17, 2)] {
+                // The last element read is the last of the row (first, reversed).
+                let width = lead + (n - 1) * s + 1;
+                let start = if step > 0 {
+                    lead as i64
+                } else {
+                    width as i64 - 1 - lead as i64
+                };
+                let k = gather(dtype, 3, width, start, step, n);
+                relayout_ir::verify_loop_kernel(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+                // Every f32 of four in a row flush with both ends: its vectors would lie
+                // outside at one end whichever way they are aligned, and kept inside they
+                // cost more shuffles than the scalar moves.
+                let tight_f32_step4 = dtype.size() == 4 && s == 4 && n % 4 == 0 && lead == 0;
+                let what = relayout_codegen::describe(&k, 0).unwrap();
+                assert!(
+                    tight_f32_step4 || what.contains("gathered from whole vectors"),
+                    "{what}\n{k}"
+                );
+                check(&k);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Random strided gathers in tight buffers, their loops in either order, on one thread
+    /// and in pieces.
+    #[test]
+    fn random_strided_gathers(
+        dtype in dtype(),
+        rows in 1u64..4,
+        n in 1u64..70,
+        step in prop::sample::select(vec![-4i64, -3, -2, -1, 2, 3, 4]),
+        (lead, tail) in (0u64..5, 0u64..5),
+        swap in any::<bool>(),
+    ) {
+        let s = step.unsigned_abs();
+        let width = lead + (n - 1) * s + 1 + tail;
+        let start = if step > 0 { lead } else { lead + (n - 1) * s } as i64;
+        let mut k = gather(dtype, rows, width, start, step, n);
+        if swap {
+            k.stmts[0].loops.swap(0, 1);
+        }
+        relayout_ir::verify_loop_kernel(&k).unwrap();
+        for threads in [1, 2, 3, 7] {
+            let m = mismatch(&k, threads);
+            prop_assert!(m.is_none(), "{}", m.unwrap_or_default());
+        }
+    }
+}
