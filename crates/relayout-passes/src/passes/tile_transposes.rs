@@ -5,7 +5,8 @@
 //! in registers, four 16-byte stores, instead of sixteen scalar moves.
 //!
 //! What it does: for a copy of runs of `b` bytes with `16 / b` in 2..=4, whose innermost loop
-//! is contiguous for the destination (stride `b`), it finds another loop contiguous for the
+//! is contiguous for the destination (stride `b`; a loop that is, further out, is first moved
+//! innermost when the rest applies), it finds another loop contiguous for the
 //! source (stride `b`) whose extent is a multiple of `f = 16 / b` and larger than it, and
 //! splits it into an outer loop of `extent / f` iterations and an inner one of `f`, right
 //! after it. Splitting a loop in place re-indexes the same points in the same order, so it is
@@ -56,12 +57,33 @@ fn tile_stmt(s: &LoopStmt) -> LoopStmt {
     }
     let f = VECTOR / b;
     let run = b as i64;
-    if !(2..=4).contains(&f)
-        || s.loops.last().is_none_or(|l| l.dst_stride != run)
-        || !relayout_ir::dependence::points_disjoint(s, 0)
-    {
+    if !(2..=4).contains(&f) || !relayout_ir::dependence::points_disjoint(s, 0) {
         return s.clone();
     }
+    if s.loops.last().is_some_and(|l| l.dst_stride == run) {
+        return tile(s, f);
+    }
+    // The innermost loop is not the destination-contiguous one (`interchange` may order a
+    // transpose to read row by row): move that loop innermost, which the disjoint runs allow,
+    // when the statement then tiles; else leave it as it was.
+    let Some(k) = s.loops.iter().position(|l| l.dst_stride == run) else {
+        return s.clone();
+    };
+    let mut moved = s.clone();
+    let lane = moved.loops.remove(k);
+    moved.loops.push(lane);
+    let tiled = tile(&moved, f);
+    if tiled == moved {
+        s.clone()
+    } else {
+        tiled
+    }
+}
+
+/// [`tile_stmt`] for a statement whose innermost loop is destination-contiguous, with factor
+/// `f`.
+fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
+    let run = s.bytes as i64;
     let last = s.loops.len() - 1;
     let Some(j) = s.loops[..last]
         .iter()
@@ -271,6 +293,30 @@ mod tests {
             assert_eq!(extents, [cols / 4, 4, rows], "{rows}x{cols}");
             same_result(&kernel, &tiled);
         }
+    }
+
+    #[test]
+    fn a_transpose_ordered_to_read_rows_gets_its_lane_loop_moved_innermost() {
+        // `interchange` orders 8192x512 f32 by the source: [8192 (dst 4), 512 (src 4)].
+        let mut kernel = transpose(8192, 512, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [2, 512, 64, 4, 16]);
+        assert_eq!(tiled.stmts[0].loops[4].dst_stride, 4);
+        same_result(&kernel, &tiled);
+        // Small too: strip-mined only.
+        let mut kernel = transpose(24, 20, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [5, 4, 24]);
+        same_result(&kernel, &tiled);
+        // Nothing to tile (the source-contiguous loop is no longer than a factor): unchanged.
+        let mut kernel = transpose(24, 4, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(tiled, kernel);
     }
 
     #[test]
