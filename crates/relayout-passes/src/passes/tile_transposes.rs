@@ -5,16 +5,26 @@
 //! in registers, four 16-byte stores, instead of sixteen scalar moves.
 //!
 //! What it does: for a copy of runs of `b` bytes with `16 / b` in 2..=4, whose innermost loop
-//! is contiguous for the destination (stride `b`), it finds another loop contiguous for the
+//! is contiguous for the destination (stride `b`; a loop that is, further out, is first moved
+//! innermost when the rest applies), it finds another loop contiguous for the
 //! source (stride `b`) whose extent is a multiple of `f = 16 / b` and larger than it, and
 //! splits it into an outer loop of `extent / f` iterations and an inner one of `f`, right
 //! after it. Splitting a loop in place re-indexes the same points in the same order, so it is
 //! always legal; the reordering happens in codegen, which accepts it only for copies whose
 //! destination runs are pairwise disjoint (and so does this pass).
 //!
-//! Run it after the last `coalesce`, which would merge the two halves back. It does not tile
-//! for the caches: the blocks of the outer loop reuse the source lines of their neighbours
-//! from L2, which is what bounds the transposes it helps.
+//! Run it after the last `coalesce`, which would merge the two halves back.
+//!
+//! A large plane (more than [`L2_PLANE`] bytes, the source loop right outside the lane loop)
+//! is also cache-blocked, `[l/bl, x/r, l: bl/f, f, x: r]`: a block is `bl` destination rows
+//! (source columns), and inside it the lane loop goes in groups of `r` source rows, `r` being
+//! the elements of one 64-byte line. A group walks along its `r` source rows (all of their
+//! lines used by consecutive micro-blocks, then never again) and writes one whole line of
+//! each of the block's destination rows, each line by `r / f` consecutive micro-blocks. So no
+//! line is reloaded from L2 however the rows alias in L1 (power-of-two strides map every row
+//! to the same L1 sets), and every destination line is written at once. Walking a square
+//! block column by column instead reread each source line from L2 once per micro-block column.
+//! Blocking reorders the points, which the disjoint destination runs make harmless too.
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
@@ -47,12 +57,33 @@ fn tile_stmt(s: &LoopStmt) -> LoopStmt {
     }
     let f = VECTOR / b;
     let run = b as i64;
-    if !(2..=4).contains(&f)
-        || s.loops.last().is_none_or(|l| l.dst_stride != run)
-        || !relayout_ir::dependence::points_disjoint(s, 0)
-    {
+    if !(2..=4).contains(&f) || !relayout_ir::dependence::points_disjoint(s, 0) {
         return s.clone();
     }
+    if s.loops.last().is_some_and(|l| l.dst_stride == run) {
+        return tile(s, f);
+    }
+    // The innermost loop is not the destination-contiguous one (`interchange` may order a
+    // transpose to read row by row): move that loop innermost, which the disjoint runs allow,
+    // when the statement then tiles; else leave it as it was.
+    let Some(k) = s.loops.iter().position(|l| l.dst_stride == run) else {
+        return s.clone();
+    };
+    let mut moved = s.clone();
+    let lane = moved.loops.remove(k);
+    moved.loops.push(lane);
+    let tiled = tile(&moved, f);
+    if tiled == moved {
+        s.clone()
+    } else {
+        tiled
+    }
+}
+
+/// [`tile_stmt`] for a statement whose innermost loop is destination-contiguous, with factor
+/// `f`.
+fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
+    let run = s.bytes as i64;
     let last = s.loops.len() - 1;
     let Some(j) = s.loops[..last]
         .iter()
@@ -64,28 +95,30 @@ fn tile_stmt(s: &LoopStmt) -> LoopStmt {
     let x = s.loops[last];
     let inner = Loop { extent: f, ..l };
     // A large plane right inside (the source loop next to the lane loop): cache blocks of
-    // CACHE_BLOCK x CACHE_BLOCK elements, so that a block's source and destination lines (and
-    // pages) stay in L1 while it is transposed.
-    let b = CACHE_BLOCK;
+    // `bl` destination rows (see [`block_rows`]), inside which the lane loop is cut into
+    // groups of `r` source rows, one destination cache line (see the module documentation).
+    let r = LINE / s.bytes;
     let blocked = j + 1 == last
-        && l.extent > b
-        && l.extent.is_multiple_of(b)
-        && x.extent > b
-        && x.extent.is_multiple_of(b)
+        && x.extent > MIN_BLOCK
+        && x.extent.is_multiple_of(r)
         && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE;
-    let cache_blocks = || {
+    let cache_blocks = |bl: u64| {
         Some(vec![
-            scaled(l, l.extent / b, b)?,
-            scaled(x, x.extent / b, b)?,
-            scaled(l, b / f, f)?,
+            scaled(l, l.extent / bl, bl)?,
+            scaled(x, x.extent / r, r)?,
+            scaled(l, bl / f, f)?,
             inner,
-            Loop { extent: b, ..x },
+            Loop { extent: r, ..x },
         ])
     };
     let strip = || Some(vec![scaled(l, l.extent / f, f)?, inner]);
     // The loops from j on that are replaced, and their replacement; strides that overflow i64
     // when scaled leave the statement as it was.
-    let (end, loops) = match blocked.then(cache_blocks).flatten() {
+    let (end, loops) = match blocked
+        .then(|| block_rows(l.extent))
+        .flatten()
+        .and_then(cache_blocks)
+    {
         Some(loops) => (last, loops),
         None => match strip() {
             Some(loops) => (j, loops),
@@ -106,8 +139,26 @@ fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
     })
 }
 
-/// Side of the square cache blocks, in elements (a multiple of every factor 2..=4).
-const CACHE_BLOCK: u64 = 64;
+/// The destination rows of a cache block: the first of [`BLOCK_ROWS`] that divides the
+/// `extent` of the source-contiguous loop and is smaller than it.
+fn block_rows(extent: u64) -> Option<u64> {
+    BLOCK_ROWS
+        .into_iter()
+        .find(|&bl| extent > bl && extent.is_multiple_of(bl))
+}
+
+/// Destination rows per cache block, in order of preference (multiples of every factor
+/// 2..=4). Measured on the 4096x4096 f32 transpose (1 thread, interleaved in one process):
+/// 256 and 128 rows ran at 1.7-1.9x memcpy's time, 64 rows at 1.9-2.1x, and square blocks of
+/// 64x64 walked column by column at 2.5-2.6x.
+const BLOCK_ROWS: [u64; 3] = [256, 128, 64];
+
+/// Planes whose lane loop has no more iterations than this are not cache-blocked: blocking
+/// NCHW to NHWC with 64 channels (a 64 x 12544 plane per image) was not measured faster.
+const MIN_BLOCK: u64 = 64;
+
+/// Bytes of a cache line: a group of source rows writes one line of each destination row.
+const LINE: u64 = 64;
 
 /// Planes of more bytes than this are cache-blocked (half of a 512 KiB L2).
 const L2_PLANE: u64 = 256 << 10;
@@ -155,6 +206,117 @@ mod tests {
         interpret_loops(&kernel, &src, &mut a).unwrap();
         interpret_loops(&tiled, &src, &mut b).unwrap();
         assert_eq!(a, b);
+    }
+
+    /// A transpose of `rows x cols` elements of `bytes` bytes as one statement, the lane loop
+    /// innermost.
+    fn transpose(rows: u64, cols: u64, bytes: u64) -> LoopKernel {
+        let b = bytes as i64;
+        let dtype = if bytes == 8 {
+            relayout_ir::DType::F64
+        } else {
+            relayout_ir::DType::F32
+        };
+        LoopKernel {
+            name: "t".into(),
+            src: relayout_ir::TensorType::new(dtype, [rows, cols]),
+            dst: relayout_ir::TensorType::new(dtype, [cols, rows]),
+            stmts: vec![LoopStmt {
+                action: LoopAction::Copy,
+                bytes,
+                src_offset: 0,
+                dst_offset: 0,
+                loops: vec![
+                    Loop {
+                        extent: cols,
+                        src_stride: b,
+                        dst_stride: b * rows as i64,
+                    },
+                    Loop {
+                        extent: rows,
+                        src_stride: b * cols as i64,
+                        dst_stride: b,
+                    },
+                ],
+            }],
+            bands: vec![],
+        }
+    }
+
+    fn same_result(kernel: &LoopKernel, tiled: &LoopKernel) {
+        verify_loop_kernel(tiled).unwrap();
+        let n = kernel.src.size_bytes().unwrap() as usize;
+        let src: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
+        let (mut a, mut b) = (vec![0u8; n], vec![1u8; n]);
+        interpret_loops(kernel, &src, &mut a).unwrap();
+        interpret_loops(tiled, &src, &mut b).unwrap();
+        assert!(a == b);
+    }
+
+    #[test]
+    fn a_large_plane_is_blocked_by_destination_rows_and_source_line_groups() {
+        // 512 KiB of f32: blocks of 256 destination rows, groups of 16 source rows.
+        let kernel = transpose(256, 512, 4);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [2, 16, 64, 4, 16]);
+        let strides: Vec<(i64, i64)> = tiled.stmts[0]
+            .loops
+            .iter()
+            .map(|l| (l.src_stride, l.dst_stride))
+            .collect();
+        assert_eq!(
+            strides,
+            [
+                (1024, 256 << 10),
+                (16 << 11, 64),
+                (16, 4 << 10),
+                (4, 1 << 10),
+                (2048, 4)
+            ]
+        );
+        same_result(&kernel, &tiled);
+        // f64: pairs, groups of 8 source rows; 384 columns take blocks of 128 rows.
+        let kernel = transpose(192, 384, 8);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [3, 24, 64, 2, 8]);
+        same_result(&kernel, &tiled);
+    }
+
+    #[test]
+    fn short_lane_loops_and_small_planes_are_only_strip_mined() {
+        for (rows, cols) in [(64, 4096), (128, 96), (80, 4100)] {
+            let kernel = transpose(rows, cols, 4);
+            let tiled = TileTransposes.run_loops(&kernel).unwrap();
+            let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+            assert_eq!(extents, [cols / 4, 4, rows], "{rows}x{cols}");
+            same_result(&kernel, &tiled);
+        }
+    }
+
+    #[test]
+    fn a_transpose_ordered_to_read_rows_gets_its_lane_loop_moved_innermost() {
+        // `interchange` orders 8192x512 f32 by the source: [8192 (dst 4), 512 (src 4)].
+        let mut kernel = transpose(8192, 512, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [2, 512, 64, 4, 16]);
+        assert_eq!(tiled.stmts[0].loops[4].dst_stride, 4);
+        same_result(&kernel, &tiled);
+        // Small too: strip-mined only.
+        let mut kernel = transpose(24, 20, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [5, 4, 24]);
+        same_result(&kernel, &tiled);
+        // Nothing to tile (the source-contiguous loop is no longer than a factor): unchanged.
+        let mut kernel = transpose(24, 4, 4);
+        kernel.stmts[0].loops.swap(0, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(tiled, kernel);
     }
 
     #[test]
