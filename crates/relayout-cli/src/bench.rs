@@ -10,7 +10,7 @@ mod report;
 mod suite;
 
 use buffer::AlignedBuf;
-use measure::{Plan, Timing};
+use measure::{Order, Plan, Timing};
 use memcpy::Memcpy;
 use relayout::ir::{DType, TensorType};
 use relayout::{CompiledOp, Op};
@@ -52,6 +52,12 @@ pub struct BenchArgs {
     /// Small kernels are timed in batches of many calls; this counts batches.
     #[arg(long)]
     reps: Option<usize>,
+    /// Time all kernel batches, then all memcpy batches, instead of alternating them: each
+    /// side then keeps its data in the caches between calls, as harnesses that time other
+    /// libraries back to back do. Use it to compare absolute times with such a harness; the
+    /// default (interleaved) gives the steadier ratio.
+    #[arg(long)]
+    back_to_back: bool,
 }
 
 pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
@@ -62,6 +68,11 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
     let plan = Plan {
         budget: BUDGET_PER_CASE,
         reps: args.reps,
+        order: if args.back_to_back {
+            Order::BackToBack
+        } else {
+            Order::Interleaved
+        },
     };
     let cases = selected_cases(&args)?;
     let out = Out { json: args.json };
@@ -99,7 +110,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    for note in report::notes(&results, threads) {
+    for note in report::notes(&results, threads, plan.order) {
         out.text(&note);
     }
     if failed > 0 {

@@ -5,6 +5,12 @@
 //! the clock, the other core's load and the cache contents drift over a second. Alternating
 //! makes both sides of every pair see the same machine state, so drift moves both medians
 //! together instead of biasing the ratio.
+//!
+//! The price: each side evicts the other's buffers from the caches, so a kernel whose working
+//! set fits in the last-level cache finds its source in memory at every batch. Harnesses that
+//! time other libraries call them back to back (the peers' harness does), so for a comparison
+//! of absolute times with them `--back-to-back` times all kernel batches, then all memcpy
+//! batches, the same way ([`Order::BackToBack`]).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -19,13 +25,23 @@ pub const MIN_REPS: usize = 5;
 /// At most this many timed pairs, however fast the case.
 const MAX_REPS: usize = 5_000;
 
-/// How long to measure each case.
+/// How long to measure each case, and in which order.
 #[derive(Clone, Copy)]
 pub struct Plan {
     /// The time to spend on timed kernel and memcpy batches together, per case.
     pub budget: Duration,
     /// A fixed number of timed pairs instead of the budget (`--reps`).
     pub reps: Option<usize>,
+    pub order: Order,
+}
+
+/// The order of the timed batches (see the module documentation).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Order {
+    /// Kernel, memcpy, kernel, memcpy, ...: the ratio is robust to drift.
+    Interleaved,
+    /// Every kernel batch, then every memcpy batch: each side keeps its data in the caches.
+    BackToBack,
 }
 
 /// Medians per call, in nanoseconds.
@@ -54,9 +70,24 @@ where
         .unwrap_or_else(|| reps_for_budget(plan.budget, kernel_batch + copy_batch));
     let mut kernel_times = Vec::with_capacity(reps);
     let mut copy_times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        kernel_times.push(time_batch(&mut kernel, inner)?);
-        copy_times.push(time_batch(&mut copy, inner)?);
+    match plan.order {
+        Order::Interleaved => {
+            for _ in 0..reps {
+                kernel_times.push(time_batch(&mut kernel, inner)?);
+                copy_times.push(time_batch(&mut copy, inner)?);
+            }
+        }
+        Order::BackToBack => {
+            for _ in 0..reps {
+                kernel_times.push(time_batch(&mut kernel, inner)?);
+            }
+            // The memcpy's first batch would find the kernel's data in the caches: one more,
+            // untimed, so that it starts from its own.
+            copy()?;
+            for _ in 0..reps {
+                copy_times.push(time_batch(&mut copy, inner)?);
+            }
+        }
     }
     Ok(Timing {
         kernel_ns: median_ns(&mut kernel_times) / inner as f64,
@@ -135,10 +166,60 @@ mod tests {
     }
 
     #[test]
+    fn back_to_back_runs_all_kernel_batches_first() {
+        let log = std::cell::RefCell::new(String::new());
+        let plan = Plan {
+            budget: Duration::ZERO,
+            reps: Some(3),
+            order: Order::BackToBack,
+        };
+        // Slow enough that a batch is one call.
+        let nap = || std::thread::sleep(MIN_BATCH);
+        measure(
+            plan,
+            || {
+                nap();
+                log.borrow_mut().push('k');
+                Ok(())
+            },
+            || {
+                nap();
+                log.borrow_mut().push('c');
+                Ok(())
+            },
+        )
+        .unwrap();
+        // Warm-up pair, both calibration batches, the kernel batches, an untimed memcpy, the memcpy
+        // batches.
+        assert_eq!(log.into_inner(), "kckckkkcccc");
+        let interleaved = std::cell::RefCell::new(String::new());
+        let plan = Plan {
+            order: Order::Interleaved,
+            ..plan
+        };
+        measure(
+            plan,
+            || {
+                nap();
+                interleaved.borrow_mut().push('k');
+                Ok(())
+            },
+            || {
+                nap();
+                interleaved.borrow_mut().push('c');
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(interleaved.into_inner(), "kckckckckc");
+    }
+
+    #[test]
     fn fixed_reps_and_errors() {
         let plan = Plan {
             budget: Duration::ZERO,
             reps: Some(7),
+            order: Order::Interleaved,
         };
         let t = measure(plan, || Ok(()), || Ok(())).unwrap();
         assert_eq!(t.reps, 7);

@@ -1,6 +1,6 @@
 //! Formatting results: the table, the JSON lines and the notes under the table.
 
-use super::measure::Timing;
+use super::measure::{Order, Timing};
 use std::time::Duration;
 
 /// Everything measured for one case.
@@ -80,9 +80,13 @@ pub fn json_line(r: &CaseResult, threads: usize) -> String {
 }
 
 /// The explanations printed under the table.
-pub fn notes(results: &[CaseResult], threads: usize) -> Vec<String> {
+pub fn notes(results: &[CaseResult], threads: usize, order: Order) -> Vec<String> {
+    let order = match order {
+        Order::Interleaved => "interleaved",
+        Order::BackToBack => "each timed back to back (--back-to-back)",
+    };
     let mut notes = vec![
-        format!("ratio = kernel time / memcpy time of the same output bytes (1.00 = memcpy speed; lower is better); both on {threads} thread(s), interleaved."),
+        format!("ratio = kernel time / memcpy time of the same output bytes (1.00 = memcpy speed; lower is better); both on {threads} thread(s), {order}."),
         "compile = relayout::compile of the case (op -> callable) with an empty kernel cache; again = the same call repeated right after.".to_string(),
     ];
     if results.iter().any(|r| r.counts_input) {
@@ -215,13 +219,13 @@ mod tests {
     fn row_and_notes() {
         let r = result("s2d_tiny");
         assert!(row(&r).contains(" 2.00 "));
-        let notes = notes(&[r], 1);
+        let notes = notes(&[r], 1, Order::Interleaved);
         assert!(notes
             .iter()
             .any(|n| n.starts_with("compile cache: none seen")));
         let mut hit = result("hit");
         hit.recompile = Duration::from_micros(2);
-        assert!(super::notes(&[hit], 1)
+        assert!(super::notes(&[hit], 1, Order::Interleaved)
             .iter()
             .any(|n| n.starts_with("compile cache: a miss took 300 us and a hit 2.0 us")));
         assert!(notes
@@ -248,7 +252,7 @@ mod tests {
         r.timing.kernel_ns = 10_000.0;
         assert!((r.ratio() - 2.0).abs() < 1e-9, "{}", r.ratio());
         assert!(row(&r).contains(" 2.00* "), "{}", row(&r));
-        let notes = notes(&[r], 1);
+        let notes = notes(&[r], 1, Order::Interleaved);
         assert!(notes
             .iter()
             .any(|n| n.starts_with("col2im: reads 9000 and writes 1000 bytes")));
