@@ -165,53 +165,30 @@ mod tests {
         );
     }
 
-    #[test]
-    fn back_to_back_runs_all_kernel_batches_first() {
+    /// The order of the calls `measure` makes with three timed batches: `k` for a kernel call,
+    /// `c` for a memcpy, each slow enough that a batch is one call.
+    fn call_order(order: Order) -> String {
         let log = std::cell::RefCell::new(String::new());
+        let call = |c: char| {
+            std::thread::sleep(MIN_BATCH);
+            log.borrow_mut().push(c);
+            Ok(())
+        };
         let plan = Plan {
             budget: Duration::ZERO,
             reps: Some(3),
-            order: Order::BackToBack,
+            order,
         };
-        // Slow enough that a batch is one call.
-        let nap = || std::thread::sleep(MIN_BATCH);
-        measure(
-            plan,
-            || {
-                nap();
-                log.borrow_mut().push('k');
-                Ok(())
-            },
-            || {
-                nap();
-                log.borrow_mut().push('c');
-                Ok(())
-            },
-        )
-        .unwrap();
-        // Warm-up pair, both calibration batches, the kernel batches, an untimed memcpy, the memcpy
-        // batches.
-        assert_eq!(log.into_inner(), "kckckkkcccc");
-        let interleaved = std::cell::RefCell::new(String::new());
-        let plan = Plan {
-            order: Order::Interleaved,
-            ..plan
-        };
-        measure(
-            plan,
-            || {
-                nap();
-                interleaved.borrow_mut().push('k');
-                Ok(())
-            },
-            || {
-                nap();
-                interleaved.borrow_mut().push('c');
-                Ok(())
-            },
-        )
-        .unwrap();
-        assert_eq!(interleaved.into_inner(), "kckckckckc");
+        measure(plan, || call('k'), || call('c')).unwrap();
+        log.into_inner()
+    }
+
+    #[test]
+    fn back_to_back_runs_all_kernel_batches_first() {
+        // Warm-up pair, both calibration batches, the kernel batches, an untimed memcpy, the
+        // memcpy batches.
+        assert_eq!(call_order(Order::BackToBack), "kckckkkcccc");
+        assert_eq!(call_order(Order::Interleaved), "kckckckckc");
     }
 
     #[test]
