@@ -292,10 +292,7 @@ fn bench_ir(
         };
         Ok((runner, start.elapsed()))
     };
-    let (src_ty, dst_ty) = match &kernel {
-        AnyKernel::Index(k) => (k.src.clone(), k.dst.clone()),
-        AnyKernel::Loops(k) => (k.src.clone(), k.dst.clone()),
-    };
+    let (src_ty, dst_ty) = (kernel.src().clone(), kernel.dst().clone());
     clear_cache();
     let (runner, compile_time) = compile(kernel.clone())?;
     let (_, recompile) = compile(kernel)?;

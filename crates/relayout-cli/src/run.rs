@@ -158,10 +158,7 @@ fn run_ir(
     };
     let kernel = relayout::ir::parse_any(&text)
         .map_err(|e| format!("{}: {}", ir.display(), e.render(&text)))?;
-    let src = match &kernel {
-        AnyKernel::Index(k) => k.src.clone(),
-        AnyKernel::Loops(k) => k.src.clone(),
-    };
+    let src = kernel.src().clone();
     let (Some(path), Some((file_ty, data))) = (&args.input, file) else {
         return Err(format!(
             "give the kernel's input ({src}) as --input FILE.npy"
