@@ -163,16 +163,12 @@ fn split_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
         return None;
     }
     let k = l.extent / outer.extent;
-    let k_i64 = i64::try_from(k).ok()?;
-    if l.dst_stride.checked_mul(k_i64)? != outer.dst_stride {
+    let split = super::scaled(*l, outer.extent, k)?;
+    if split.dst_stride != outer.dst_stride {
         return None;
     }
     let mut loops = Vec::with_capacity(s.loops.len() + 1);
-    loops.push(Loop {
-        extent: outer.extent,
-        src_stride: l.src_stride.checked_mul(k_i64)?,
-        dst_stride: outer.dst_stride,
-    });
+    loops.push(split);
     loops.push(Loop { extent: k, ..*l });
     loops.extend_from_slice(&s.loops[1..]);
     Some(LoopStmt { loops, ..s.clone() })

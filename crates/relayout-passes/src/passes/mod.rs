@@ -23,3 +23,15 @@ pub use peel_dims::PeelDims;
 pub use split_dims::SplitDims;
 pub use split_guards::SplitGuards;
 pub use tile_transposes::TileTransposes;
+
+use relayout_ir::Loop;
+
+/// `l` with `extent` iterations, each stepping `by` of its old iterations: the outer half of
+/// a loop split in place (`tile-transposes`, `fuse-nests`), `None` if a stride overflows.
+pub(crate) fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
+    Some(Loop {
+        extent,
+        src_stride: l.src_stride.checked_mul(i64::try_from(by).ok()?)?,
+        dst_stride: l.dst_stride.checked_mul(i64::try_from(by).ok()?)?,
+    })
+}

@@ -26,6 +26,7 @@
 //! block column by column instead reread each source line from L2 once per micro-block column.
 //! Blocking reorders the points, which the disjoint destination runs make harmless too.
 
+use super::scaled;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
@@ -128,15 +129,6 @@ fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
     let mut out = s.clone();
     out.loops.splice(j..=end, loops);
     out
-}
-
-/// `l` with `extent` iterations, each stepping `by` of its old iterations.
-fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
-    Some(Loop {
-        extent,
-        src_stride: l.src_stride.checked_mul(i64::try_from(by).ok()?)?,
-        dst_stride: l.dst_stride.checked_mul(i64::try_from(by).ok()?)?,
-    })
 }
 
 /// The destination rows of a cache block: the first of [`BLOCK_ROWS`] that divides the
