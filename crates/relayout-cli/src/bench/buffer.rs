@@ -8,17 +8,52 @@
 //! Why a pattern and not zeros: freshly mapped zero pages may all be backed by the one shared
 //! zero page until written, so reading them is unrealistically cheap; writing every byte
 //! before timing also takes the page faults out of the measured runs.
+//!
+//! Why huge pages for large buffers: NumPy asks for transparent huge pages
+//! (`madvise(MADV_HUGEPAGE)`) on every array of 4 MiB or more, so the peers timed by
+//! `bench/peers` read and write huge-page memory. Where the kernel's THP setting is `madvise`,
+//! a plain allocation gets 4 KiB pages instead, and a strided kernel (a stride-2 Slice that
+//! reads half of every 4 KiB page) ran about 1.5x slower on those. Buffers of that size here
+//! follow NumPy's rule, so both sides of a comparison get the same kind of memory; the memcpy
+//! reference copies between such buffers too.
 
 use relayout::ir::DType;
 
 const ALIGN: usize = 4096;
+/// NumPy's threshold for asking for huge pages.
+const HUGE: usize = 4 << 20;
+/// The huge page size large buffers start on, so their first 2 MiB can be a huge page too.
+const HUGE_ALIGN: usize = 2 << 20;
 
-/// `len` bytes starting on a page boundary: a slice of a larger `Vec`, so no `unsafe` is
-/// needed (the spare page costs nothing next to the buffers benchmarks use).
+/// `len` bytes starting on a page boundary (a 2 MiB one from [`HUGE`] bytes on): a slice of a
+/// larger allocation, so no `unsafe` is needed (the spare bytes cost nothing next to the
+/// buffers benchmarks use).
 pub struct AlignedBuf {
-    storage: Vec<u8>,
+    storage: Storage,
     start: usize,
     len: usize,
+}
+
+enum Storage {
+    Heap(Vec<u8>),
+    /// An anonymous mapping, advised to use huge pages.
+    Mapped(memmap2::MmapMut),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Mapped(m) => m,
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Storage::Heap(v) => v,
+            Storage::Mapped(m) => m,
+        }
+    }
 }
 
 impl AlignedBuf {
@@ -30,18 +65,23 @@ impl AlignedBuf {
     }
 
     fn new(len: usize) -> Result<AlignedBuf, String> {
+        let align = if len >= HUGE { HUGE_ALIGN } else { ALIGN };
         let total = len
-            .checked_add(ALIGN)
+            .checked_add(align)
             .ok_or_else(|| format!("a buffer of {len} bytes is too large"))?;
-        let mut storage = Vec::new();
-        storage
-            .try_reserve_exact(total)
-            .map_err(|_| format!("cannot allocate {len} bytes"))?;
-        // Large zeroed vectors come straight from fresh pages, so this costs little.
-        storage.resize(total, 0);
-        let start = storage.as_ptr().align_offset(ALIGN);
-        if start > ALIGN {
-            return Err(format!("cannot align a buffer of {len} bytes to {ALIGN}"));
+        let storage = if len >= HUGE {
+            huge_page_mapping(total).map_err(|e| format!("cannot map {len} bytes: {e}"))?
+        } else {
+            let mut storage = Vec::new();
+            storage
+                .try_reserve_exact(total)
+                .map_err(|_| format!("cannot allocate {len} bytes"))?;
+            storage.resize(total, 0);
+            Storage::Heap(storage)
+        };
+        let start = storage.bytes().as_ptr().align_offset(align);
+        if start > align {
+            return Err(format!("cannot align a buffer of {len} bytes to {align}"));
         }
         Ok(AlignedBuf {
             storage,
@@ -51,12 +91,22 @@ impl AlignedBuf {
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        &self.storage[self.start..self.start + self.len]
+        &self.storage.bytes()[self.start..self.start + self.len]
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + self.len]
+        &mut self.storage.bytes_mut()[self.start..self.start + self.len]
     }
+}
+
+/// A fresh zeroed mapping of `len` bytes, advised (before any page is touched, which is when
+/// the kernel chooses them) to use transparent huge pages. The advice is optional: where the
+/// system has no THP or declines, the mapping keeps ordinary pages.
+fn huge_page_mapping(len: usize) -> std::io::Result<Storage> {
+    let map = memmap2::MmapMut::map_anon(len)?;
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::HugePage);
+    Ok(Storage::Mapped(map))
 }
 
 /// Writes a deterministic, nowhere-zero pattern of valid elements of `dtype`. Floats get small
@@ -114,5 +164,20 @@ mod tests {
             .as_slice()
             .iter()
             .all(|&b| b <= 1));
+    }
+
+    #[test]
+    fn large_buffers_start_on_a_huge_page_and_hold_the_pattern() {
+        let len = HUGE + 12_345;
+        let mut buf = AlignedBuf::with_pattern(len, DType::F32, 5).unwrap();
+        assert!(matches!(buf.storage, Storage::Mapped(_)));
+        assert_eq!(buf.as_slice().as_ptr() as usize % HUGE_ALIGN, 0);
+        assert_eq!(buf.as_slice().len(), len);
+        let small = AlignedBuf::with_pattern(len - HUGE, DType::F32, 5).unwrap();
+        // The same pattern whatever the storage: the first bytes agree.
+        assert_eq!(&buf.as_slice()[..len - HUGE], small.as_slice());
+        let last = buf.as_mut_slice().last_mut().unwrap();
+        *last = 7;
+        assert_eq!(buf.as_slice()[len - 1], 7);
     }
 }
