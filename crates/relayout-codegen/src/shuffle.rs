@@ -84,14 +84,29 @@ enum Slot {
 
 type Lanes = [Slot; V];
 
-/// A way to compute a vector: the node, what its lanes hold, and its cost in instructions.
-#[derive(Clone, Debug)]
-struct Candidate {
-    /// Shared: the search combines and discards many candidates, and cloning a tree would
-    /// dominate compile time.
-    node: Rc<Node>,
+/// A half-result of the search: a vector made from one or two source vectors by at most one
+/// shuffle, what its lanes hold, and its cost in instructions. Plain data: the search
+/// combines and discards thousands of these, and building a tree (allocations) for each was
+/// most of a transpose's compile time; [`Half::node`] builds one for the winner only.
+#[derive(Clone, Copy, Debug)]
+struct Half {
+    /// The source vectors shuffled (`a == b` for a one-source shuffle).
+    a: usize,
+    b: usize,
+    /// `None`: source `a` as loaded.
+    mask: Option<[u8; V]>,
     lanes: Lanes,
     cost: u32,
+}
+
+impl Half {
+    fn node(&self) -> Rc<Node> {
+        let src = |s| Rc::new(Node::Src(s));
+        match self.mask {
+            None => src(self.a),
+            Some(mask) => Rc::new(Node::Shuffle(src(self.a), src(self.b), mask)),
+        }
+    }
 }
 
 impl Plan {
@@ -234,9 +249,9 @@ fn block_from(
     let mut shuffles = 0;
     let mut built = Vec::with_capacity(dst_vectors.len());
     for (target, &offset) in targets.iter().zip(dst_vectors) {
-        let c = build(target)?;
-        shuffles += u64::from(c.cost);
-        built.push((offset, Rc::unwrap_or_clone(c.node)));
+        let (node, cost) = build(target)?;
+        shuffles += u64::from(cost);
+        built.push((offset, node));
     }
     let (loads, stores) = (src_vectors.len() as u64, dst_vectors.len() as u64);
     let extra_loads = loads.saturating_sub(stores);
@@ -373,7 +388,7 @@ fn locate(starts: &[i64], offset: i64) -> Option<(usize, usize)> {
 /// instruction when Cranelift recognises the mask, else three). Lanes cannot be zeroed on
 /// the way: the verifier rejects the out-of-range mask indices that would zero them. The classic 4x4 transpose (two
 /// levels of unpacks) comes out of this search without being written down.
-fn build(target: &Lanes) -> Option<Candidate> {
+fn build(target: &Lanes) -> Option<(Node, u32)> {
     let mut sources: Vec<usize> = Vec::new();
     for slot in target {
         if let Slot::Byte(s, _) = *slot {
@@ -388,7 +403,7 @@ fn build(target: &Lanes) -> Option<Candidate> {
     if sources.len() == 1 {
         // `half` offers the source as loaded too, which holds the bytes but maybe not in
         // their lanes: only a candidate with every needed byte in place is a result.
-        let in_place = |c: &Candidate| {
+        let in_place = |c: &Half| {
             c.lanes
                 .iter()
                 .zip(target)
@@ -397,14 +412,15 @@ fn build(target: &Lanes) -> Option<Candidate> {
         return half(&sources, target)
             .into_iter()
             .filter(in_place)
-            .min_by_key(|c| c.cost);
+            .min_by_key(|c| c.cost)
+            .map(|c| (Rc::unwrap_or_clone(c.node()), c.cost));
     }
     let (a, b) = sources.split_at(sources.len().div_ceil(2));
     let (left, right) = (half(a, target), half(b, target));
     // This double loop is most of the compile time of an interleave kernel: look lanes up
-    // in tables, and build a node only for a candidate that beats the best so far.
+    // in tables, and remember only the best pair so far.
     let right_lanes: Vec<LaneTable> = right.iter().map(|r| lane_table(&r.lanes)).collect();
-    let mut best: Option<Candidate> = None;
+    let mut best: Option<(&Half, &Half, [u8; V], u32)> = None;
     for l in &left {
         let l_lanes = lane_table(&l.lanes);
         for (r, r_lanes) in right.iter().zip(&right_lanes) {
@@ -412,12 +428,12 @@ fn build(target: &Lanes) -> Option<Candidate> {
                 continue;
             };
             let cost = l.cost + r.cost + if single_instruction(&mask) { 1 } else { 3 };
-            if best.as_ref().is_none_or(|b| cost < b.cost) {
-                best = Some(shuffle(l, r, &mask, cost - l.cost - r.cost));
+            if best.is_none_or(|(_, _, _, c)| cost < c) {
+                best = Some((l, r, mask, cost));
             }
         }
     }
-    best
+    best.map(|(l, r, mask, cost)| (Node::Shuffle(l.node(), r.node(), mask), cost))
 }
 
 /// Where each slot first occurs in a vector's lanes (`u8::MAX`: nowhere), indexed by
@@ -443,79 +459,88 @@ fn lane_table(lanes: &Lanes) -> LaneTable {
 }
 
 /// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
-fn half(sources: &[usize], target: &Lanes) -> Vec<Candidate> {
-    let needed: Vec<Slot> = target
-        .iter()
-        .copied()
-        .filter(|s| matches!(s, Slot::Byte(v, _) if sources.contains(v)))
-        .collect();
+fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
+    let needed = slot_set(
+        target
+            .iter()
+            .filter(|s| matches!(s, Slot::Byte(v, _) if sources.contains(v))),
+    );
+    let src_lanes = |s: usize| -> Lanes { std::array::from_fn(|l| Slot::Byte(s, l)) };
     let mut out = Vec::new();
-    let src = |s: usize| Candidate {
-        node: Rc::new(Node::Src(s)),
-        lanes: std::array::from_fn(|l| Slot::Byte(s, l)),
-        cost: 0,
-    };
     match *sources {
         [s] => {
-            let whole = src(s);
+            let whole = Half {
+                a: s,
+                b: s,
+                mask: None,
+                lanes: src_lanes(s),
+                cost: 0,
+            };
             if whole.lanes == *target {
                 // Already in place: the destination vector is the source vector.
                 return vec![whole];
             }
-            out.push(whole.clone());
-            out.push(gather(&whole, target));
+            out.push(whole);
+            // A `pshufb` that puts the bytes of `target` the source holds into their lanes
+            // (the other lanes keep their own byte, which is junk to the result).
+            out.push(shuffled(s, s, gather_mask(&whole.lanes, None, target), 1));
         }
         [s, t] => {
-            let (a, b) = (src(s), src(t));
-            for (x, y) in [(&a, &b), (&b, &a)] {
+            for (x, y) in [(s, t), (t, s)] {
                 for mask in UNPACKS.iter() {
-                    let c = shuffle(x, y, mask, 1);
-                    if needed.iter().all(|n| c.lanes.contains(n)) {
+                    let c = shuffled(x, y, *mask, 1);
+                    let held = slot_set(c.lanes.iter());
+                    if needed.iter().zip(&held).all(|(n, h)| n & !h == 0) {
                         out.push(c);
                     }
                 }
             }
-            out.push(gather2(&a, &b, target));
+            // A general shuffle that puts the bytes of `target` they hold into their lanes.
+            let mask = gather_mask(&src_lanes(s), Some(&src_lanes(t)), target);
+            out.push(shuffled(s, t, mask, 3));
         }
         _ => {}
     }
     out
 }
 
-/// A `pshufb` of `c` that puts the bytes of `target` it holds into their lanes (the other
-/// lanes keep their own byte, which is junk to the result).
-fn gather(c: &Candidate, target: &Lanes) -> Candidate {
-    let mask =
-        std::array::from_fn(|p| c.lanes.iter().position(|l| *l == target[p]).unwrap_or(p) as u8);
-    shuffle(c, c, &mask, 1)
+/// The slots of `lanes` as a bit set, indexed by [`slot_index`].
+fn slot_set<'a>(lanes: impl Iterator<Item = &'a Slot>) -> [u64; SLOTS.div_ceil(64)] {
+    let mut set = [0u64; SLOTS.div_ceil(64)];
+    for &slot in lanes {
+        let i = slot_index(slot);
+        set[i / 64] |= 1 << (i % 64);
+    }
+    set
 }
 
-/// A general shuffle of `a` and `b` that puts the bytes of `target` they hold into their
-/// lanes.
-fn gather2(a: &Candidate, b: &Candidate, target: &Lanes) -> Candidate {
-    let mask = std::array::from_fn(|p| {
-        let t = target[p];
-        match (
-            a.lanes.iter().position(|l| *l == t),
-            b.lanes.iter().position(|l| *l == t),
-        ) {
-            (Some(i), _) => i as u8,
-            (None, Some(i)) => (V + i) as u8,
-            (None, None) => p as u8,
+/// The mask that moves each byte of `target` held in `a` (else in `b`) to its lane; a lane
+/// whose byte neither holds keeps lane p of `a`.
+fn gather_mask(a: &Lanes, b: Option<&Lanes>, target: &Lanes) -> [u8; V] {
+    let in_a = lane_table(a);
+    let in_b = b.map(lane_table);
+    std::array::from_fn(|p| {
+        let i = slot_index(target[p]);
+        match (in_a[i], in_b.as_ref().map_or(u8::MAX, |t| t[i])) {
+            (u8::MAX, u8::MAX) => p as u8,
+            (u8::MAX, j) => V as u8 + j,
+            (j, _) => j,
         }
-    });
-    shuffle(a, b, &mask, 3)
+    })
 }
 
-fn shuffle(a: &Candidate, b: &Candidate, mask: &[u8; V], cost: u32) -> Candidate {
+/// `shuffle a b mask` of source vectors `a` and `b`, costing `cost` instructions.
+fn shuffled(a: usize, b: usize, mask: [u8; V], cost: u32) -> Half {
     let lanes = std::array::from_fn(|p| match mask[p] as usize {
-        i if i < V => a.lanes[i],
-        i => b.lanes[i - V],
+        i if i < V => Slot::Byte(a, i),
+        i => Slot::Byte(b, i - V),
     });
-    Candidate {
-        node: Rc::new(Node::Shuffle(a.node.clone(), b.node.clone(), *mask)),
+    Half {
+        a,
+        b,
+        mask: Some(mask),
         lanes,
-        cost: a.cost + b.cost + cost,
+        cost,
     }
 }
 
