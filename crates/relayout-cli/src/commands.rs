@@ -178,8 +178,9 @@ pub fn lower(
 }
 
 /// Prints the IR dumps `selection` picks from a run of `pipeline` on `start`, after the
-/// lowered IR with a `Lowering` header when `start` is an op's lowering (`op_name`). When a
-/// pass fails, the dumps up to it are printed and its error returned.
+/// lowered IR with a `Lowering` header when `start` is an op's lowering (`op_name`) and every
+/// pass or every change is printed. When a pass fails, the dumps up to it are printed and its
+/// error returned.
 fn print_dumps(
     start: &relayout::ir::AnyKernel,
     op_name: Option<&str>,
@@ -191,7 +192,9 @@ fn print_dumps(
         AnyKernel::Index(k) => k.to_string(),
         AnyKernel::Loops(k) => k.to_string(),
     };
-    if let Some(name) = op_name {
+    // The lowering is not a pass --print-after can name: its dump comes with every pass's
+    // (--print-after-all) or with every change (--print-after-change), as it makes the IR.
+    if let Some(name) = op_name.filter(|_| selection.all || selection.changed) {
         println!("// -----// IR Dump After Lowering ({name}) //----- //\n{text}");
     }
     // The same run as `opt` on the printed IR (printing and parsing round-trip), so that
