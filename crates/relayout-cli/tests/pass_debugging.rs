@@ -325,3 +325,63 @@ fn timings_cover_every_stage_of_a_compile_and_every_pass() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("opt FILE --timings"));
 }
+
+/// The index-map passes and `linearize` of the default pipeline: what makes loop IR that the
+/// loop passes have not touched yet.
+const TO_LOOPS: &str = "canonicalize,split-dims,split-guards,peel-dims,drop-unit-dims,linearize";
+
+#[test]
+fn lower_prints_the_empty_pipeline_it_runs_on_loop_ir() {
+    let loops = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    // `lower` runs no pass on loop IR by default: the pipeline printed is an empty line, which
+    // `opt --passes` accepts as the empty pipeline.
+    let printed = stdout(&relayout(
+        &["lower", "--ir", "-", "--print-pipeline"],
+        &loops,
+    ));
+    assert_eq!(printed, "\n");
+    let again = stdout(&relayout(&["opt", "--print-pipeline", "--passes", ""], ""));
+    assert_eq!(again, "\n");
+    // On index-map IR, the default pipeline; a given --passes prints as itself on either.
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let default = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let printed = stdout(&relayout(
+        &["lower", "--ir", "-", "--print-pipeline"],
+        &lowered,
+    ));
+    assert_eq!(printed, default);
+    let printed = stdout(&relayout(
+        &[
+            "lower",
+            "--ir",
+            "-",
+            "--print-pipeline",
+            "--passes",
+            "coalesce",
+        ],
+        &loops,
+    ));
+    assert_eq!(printed.trim(), "coalesce");
+}
+
+#[test]
+fn opt_runs_the_loop_passes_of_the_default_pipeline_on_loop_ir() {
+    let linearized = stdout(&relayout(
+        &["lower", S2D, "--passes", TO_LOOPS, "--emit", "loop"],
+        "",
+    ));
+    // What runs, and as a string `opt --passes` accepts: the default pipeline after linearize.
+    let printed = stdout(&relayout(&["opt", "-", "--print-pipeline"], &linearized));
+    let default = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let (_, loop_part) = default.trim().split_once("linearize,").unwrap();
+    assert_eq!(printed.trim(), loop_part);
+    // Those passes run, in that order, and finish what the default pipeline does to the op.
+    let out = stdout(&relayout(&["opt", "-", "--print-after-all"], &linearized));
+    assert_eq!(dumped(&out).join(","), loop_part, "{out}");
+    let optimized = stdout(&relayout(&["opt", "-"], &linearized));
+    let full = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    assert_eq!(optimized.trim(), full.trim());
+    // `opt --help` says so.
+    let help = stdout(&relayout(&["opt", "--help"], ""));
+    assert!(help.contains(loop_part), "{help}");
+}
