@@ -262,13 +262,22 @@ fn opt_after_help() -> String {
         relayout::passes::DEFAULT_PIPELINE,
         relayout::passes::default_loop_pipeline()
     );
+    // The name column fits the longest name, so that every row lines up.
+    let width = relayout::passes::PASSES
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0);
     for p in relayout::passes::PASSES {
         let level = match p.level {
             relayout::passes::Level::Index if p.name == "linearize" => "index-map -> loop",
             relayout::passes::Level::Index => "index-map",
             relayout::passes::Level::Loops => "loop",
         };
-        text.push_str(&format!("  {:<15} {:<18} {}\n", p.name, level, p.summary));
+        text.push_str(&format!(
+            "  {:<width$} {:<18} {}\n",
+            p.name, level, p.summary
+        ));
     }
     text
 }

@@ -385,3 +385,28 @@ fn opt_runs_the_loop_passes_of_the_default_pipeline_on_loop_ir() {
     let help = stdout(&relayout(&["opt", "--help"], ""));
     assert!(help.contains(loop_part), "{help}");
 }
+
+#[test]
+fn opt_help_pass_table_lines_up() {
+    // Every row's level column starts at the same offset, whatever the name's length
+    // (output-stationary is the longest).
+    let help = stdout(&relayout(&["opt", "--help"], ""));
+    let rows: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Passes (name"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        rows.iter().any(|r| r.contains("output-stationary")),
+        "{help}"
+    );
+    let level_column = |row: &str| {
+        let name_end = 2 + row[2..].find(' ').unwrap();
+        name_end + row[name_end..].find(|c: char| c != ' ').unwrap()
+    };
+    let first = level_column(rows[0]);
+    for row in &rows {
+        assert_eq!(level_column(row), first, "{help}");
+    }
+}
