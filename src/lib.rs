@@ -644,9 +644,10 @@ pub fn print_after(
     }
 }
 
-/// What `relayout opt` does: parses IR text (either level), runs `passes` (the default
-/// pipeline when `None`) with verification after every pass, and prints the result, or the IR
-/// after every pass when `print_after_all` is set.
+/// What `relayout opt` does: parses IR text (either level), runs `passes` with verification
+/// after every pass, and prints the result, or the IR after every pass when `print_after_all`
+/// is set. When `passes` is `None`, the default pipeline runs on index-map IR, and its loop
+/// passes ([`passes::default_loop_pipeline`]) on loop IR.
 pub fn opt(text: &str, passes: Option<&str>, print_after_all: bool) -> Result<String, OptError> {
     let print = if print_after_all {
         PrintAfter::all()
@@ -676,9 +677,10 @@ pub fn opt_timed(
     let clock = Instant::now();
     let ir = relayout_ir::parse_any(text)?;
     timings.push("Parsing", 0, clock.elapsed());
-    let pipeline = match passes {
-        Some(p) => relayout_passes::Pipeline::parse(p)?,
-        None => relayout_passes::default_pipeline(),
+    let pipeline = match (passes, &ir) {
+        (Some(p), _) => relayout_passes::Pipeline::parse(p)?,
+        (None, relayout_ir::AnyKernel::Index(_)) => relayout_passes::default_pipeline(),
+        (None, relayout_ir::AnyKernel::Loops(_)) => relayout_passes::default_loop_pipeline(),
     };
     let run = relayout_passes::PassManager::new(pipeline)
         .verify_each(true)

@@ -79,7 +79,6 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
     let memcpy = Memcpy::new(threads)?;
 
     out.text(&jit_setup_line()?);
-    out.text(&report::header());
     let mut results = Vec::new();
     let mut failed = 0usize;
     let ir_cases = args
@@ -91,6 +90,8 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
         .map(|case| (case.name.clone(), Subject::Case(case)))
         .chain(ir_cases.map(|(name, path)| (name, Subject::Ir(path))))
         .collect::<Vec<_>>();
+    let width = report::case_width(runs.iter().map(|(name, _)| name.as_str()));
+    out.text(&report::header(width));
     for (name, subject) in &runs {
         let result = match subject {
             Subject::Case(case) => bench_case(case, threads, plan, &memcpy),
@@ -98,7 +99,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
         };
         match result {
             Ok(result) => {
-                out.text(&report::row(&result));
+                out.text(&report::row(&result, width));
                 if args.json {
                     println!("{}", report::json_line(&result, threads));
                 }

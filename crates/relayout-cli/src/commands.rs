@@ -77,7 +77,17 @@ pub fn lower(
     print: &PrintFlags,
 ) -> Result<ExitCode, String> {
     if print.print_pipeline {
-        println!("{}", chosen_pipeline(passes)?);
+        // On loop IR, `lower` runs no pass unless --passes names some: an empty line.
+        let loop_ir = match (&source.ir, passes) {
+            (Some(file), None) => is_loop_ir(file)?,
+            _ => false,
+        };
+        let pipeline = if loop_ir {
+            relayout::passes::Pipeline::parse("").map_err(|e| e.to_string())?
+        } else {
+            chosen_pipeline(passes)?
+        };
+        println!("{pipeline}");
         return Ok(ExitCode::SUCCESS);
     }
     if emit.contains(&Emit::Asm) && !relayout::HAS_DISASSEMBLER {
@@ -178,8 +188,9 @@ pub fn lower(
 }
 
 /// Prints the IR dumps `selection` picks from a run of `pipeline` on `start`, after the
-/// lowered IR with a `Lowering` header when `start` is an op's lowering (`op_name`). When a
-/// pass fails, the dumps up to it are printed and its error returned.
+/// lowered IR with a `Lowering` header when `start` is an op's lowering (`op_name`) and every
+/// pass or every change is printed. When a pass fails, the dumps up to it are printed and its
+/// error returned.
 fn print_dumps(
     start: &relayout::ir::AnyKernel,
     op_name: Option<&str>,
@@ -191,7 +202,9 @@ fn print_dumps(
         AnyKernel::Index(k) => k.to_string(),
         AnyKernel::Loops(k) => k.to_string(),
     };
-    if let Some(name) = op_name {
+    // The lowering is not a pass --print-after can name: its dump comes with every pass's
+    // (--print-after-all) or with every change (--print-after-change), as it makes the IR.
+    if let Some(name) = op_name.filter(|_| selection.all || selection.changed) {
         println!("// -----// IR Dump After Lowering ({name}) //----- //\n{text}");
     }
     // The same run as `opt` on the printed IR (printing and parsing round-trip), so that
@@ -275,6 +288,14 @@ fn chosen_pipeline(passes: Option<&str>) -> Result<relayout::passes::Pipeline, S
     }
 }
 
+/// Whether `file` (or standard input, for `-`) holds loop IR rather than index-map IR.
+fn is_loop_ir(file: &Path) -> Result<bool, String> {
+    let text = read_text(file)?;
+    let ir = relayout::ir::parse_any(&text)
+        .map_err(|e| format!("{}: {}", file.display(), e.render(&text)))?;
+    Ok(matches!(ir, relayout::ir::AnyKernel::Loops(_)))
+}
+
 /// The text of `file`, or of standard input for `-`.
 fn read_text(file: &Path) -> Result<String, String> {
     if file == Path::new("-") {
@@ -336,7 +357,13 @@ pub fn opt(
     print: &PrintFlags,
 ) -> Result<ExitCode, String> {
     if print.print_pipeline {
-        println!("{}", chosen_pipeline(passes)?);
+        // Without --passes, what runs depends on the file's level: on loop IR, the default
+        // pipeline's loop passes.
+        let pipeline = match (file, passes) {
+            (Some(file), None) if is_loop_ir(file)? => relayout::passes::default_loop_pipeline(),
+            _ => chosen_pipeline(passes)?,
+        };
+        println!("{pipeline}");
         return Ok(ExitCode::SUCCESS);
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;

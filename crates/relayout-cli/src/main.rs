@@ -180,7 +180,8 @@ enum Command {
         /// A file of IR text, or - for standard input.
         #[arg(required_unless_present = "print_pipeline")]
         file: Option<PathBuf>,
-        /// Comma-separated pass names; the default pipeline when absent.
+        /// Comma-separated pass names. When absent: the default pipeline on index-map IR, and
+        /// on loop IR the default pipeline's loop passes (those after `linearize`, in order).
         #[arg(long)]
         passes: Option<String>,
         #[command(flatten)]
@@ -229,7 +230,9 @@ pub struct PrintFlags {
     /// Print the IR after this pass (repeatable).
     #[arg(long = "print-after", value_name = "PASS")]
     print_after: Vec<String>,
-    /// Print the pipeline that would run, as a string `opt --passes` accepts, and stop.
+    /// Print the pipeline that would run, as a string `opt --passes` accepts, and stop. Given
+    /// loop IR and no --passes, `opt` prints the default pipeline's loop passes, and `lower`
+    /// (which then runs no pass) an empty line.
     #[arg(long)]
     print_pipeline: bool,
     /// Print where the time went on standard error, as MLIR's -mlir-timing: every pass (and
@@ -253,16 +256,28 @@ impl PrintFlags {
 /// level of IR it takes and what it does, in the default pipeline's order of registration.
 fn opt_after_help() -> String {
     let mut text = format!(
-        "{OPT_EXAMPLES}\n\nThe default pipeline:\n  {}\n\nPasses (name, the IR it takes, what it does):\n",
-        relayout::passes::DEFAULT_PIPELINE
+        "{OPT_EXAMPLES}\n\nThe default pipeline:\n  {}\n\
+         On loop IR, without --passes, its loop passes:\n  {}\n\n\
+         Passes (name, the IR it takes, what it does):\n",
+        relayout::passes::DEFAULT_PIPELINE,
+        relayout::passes::default_loop_pipeline()
     );
+    // The name column fits the longest name, so that every row lines up.
+    let width = relayout::passes::PASSES
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0);
     for p in relayout::passes::PASSES {
         let level = match p.level {
             relayout::passes::Level::Index if p.name == "linearize" => "index-map -> loop",
             relayout::passes::Level::Index => "index-map",
             relayout::passes::Level::Loops => "loop",
         };
-        text.push_str(&format!("  {:<15} {:<18} {}\n", p.name, level, p.summary));
+        text.push_str(&format!(
+            "  {:<width$} {:<18} {}\n",
+            p.name, level, p.summary
+        ));
     }
     text
 }

@@ -168,6 +168,32 @@ fn conformance_reports_a_malformed_case_as_a_failure() {
 }
 
 #[test]
+fn conformance_names_an_unknown_key_of_a_case() {
+    // A misspelt key (`atrs` for `attrs`) is not silently ignored: the case fails, saying
+    // which key, and the status is not 0.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-errors-unknown-key");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("typo.json"),
+        r#"{"name": "typo", "op": "SpaceToDepth", "attrs": {"block_size": 2}, "atrs": {}, "input": {"dtype": "float32", "shape": [1, 2, 2, 1]}}"#,
+    )
+    .unwrap();
+    let out = relayout(&["conformance", dir.to_str().unwrap()], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("FAIL typo") && stdout.contains("atrs"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some("0 passed, 1 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn conformance_verbose_prints_every_case_and_a_summary_per_op() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/SpaceToDepth");
     let cases = std::fs::read_dir(&dir)

@@ -70,12 +70,10 @@ fn print_after_names_passes() {
         ],
         "",
     ));
-    // The lowering header, linearize once, coalesce twice (it runs twice).
-    assert_eq!(
-        dumped(&out),
-        ["SpaceToDepth", "linearize", "coalesce", "coalesce"],
-        "{out}"
-    );
+    // Only the named passes, as mlir-opt: linearize once, coalesce twice (it runs twice), and
+    // no dump of the lowering, which was not named.
+    assert_eq!(dumped(&out), ["linearize", "coalesce", "coalesce"], "{out}");
+    assert!(!out.contains("IR Dump After Lowering"), "{out}");
     let err = relayout(&["lower", S2D, "--print-after", "no-such-pass"], "");
     assert_eq!(err.status.code(), Some(2));
     let err = String::from_utf8_lossy(&err.stderr);
@@ -326,4 +324,89 @@ fn timings_cover_every_stage_of_a_compile_and_every_pass() {
     let out = relayout(&["lower", "--ir", "-", "--timings"], &lowered);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("opt FILE --timings"));
+}
+
+/// The index-map passes and `linearize` of the default pipeline: what makes loop IR that the
+/// loop passes have not touched yet.
+const TO_LOOPS: &str = "canonicalize,split-dims,split-guards,peel-dims,drop-unit-dims,linearize";
+
+#[test]
+fn lower_prints_the_empty_pipeline_it_runs_on_loop_ir() {
+    let loops = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    // `lower` runs no pass on loop IR by default: the pipeline printed is an empty line, which
+    // `opt --passes` accepts as the empty pipeline.
+    let printed = stdout(&relayout(
+        &["lower", "--ir", "-", "--print-pipeline"],
+        &loops,
+    ));
+    assert_eq!(printed, "\n");
+    let again = stdout(&relayout(&["opt", "--print-pipeline", "--passes", ""], ""));
+    assert_eq!(again, "\n");
+    // On index-map IR, the default pipeline; a given --passes prints as itself on either.
+    let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
+    let default = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let printed = stdout(&relayout(
+        &["lower", "--ir", "-", "--print-pipeline"],
+        &lowered,
+    ));
+    assert_eq!(printed, default);
+    let printed = stdout(&relayout(
+        &[
+            "lower",
+            "--ir",
+            "-",
+            "--print-pipeline",
+            "--passes",
+            "coalesce",
+        ],
+        &loops,
+    ));
+    assert_eq!(printed.trim(), "coalesce");
+}
+
+#[test]
+fn opt_runs_the_loop_passes_of_the_default_pipeline_on_loop_ir() {
+    let linearized = stdout(&relayout(
+        &["lower", S2D, "--passes", TO_LOOPS, "--emit", "loop"],
+        "",
+    ));
+    // What runs, and as a string `opt --passes` accepts: the default pipeline after linearize.
+    let printed = stdout(&relayout(&["opt", "-", "--print-pipeline"], &linearized));
+    let default = stdout(&relayout(&["opt", "--print-pipeline"], ""));
+    let (_, loop_part) = default.trim().split_once("linearize,").unwrap();
+    assert_eq!(printed.trim(), loop_part);
+    // Those passes run, in that order, and finish what the default pipeline does to the op.
+    let out = stdout(&relayout(&["opt", "-", "--print-after-all"], &linearized));
+    assert_eq!(dumped(&out).join(","), loop_part, "{out}");
+    let optimized = stdout(&relayout(&["opt", "-"], &linearized));
+    let full = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
+    assert_eq!(optimized.trim(), full.trim());
+    // `opt --help` says so.
+    let help = stdout(&relayout(&["opt", "--help"], ""));
+    assert!(help.contains(loop_part), "{help}");
+}
+
+#[test]
+fn opt_help_pass_table_lines_up() {
+    // Every row's level column starts at the same offset, whatever the name's length
+    // (output-stationary is the longest).
+    let help = stdout(&relayout(&["opt", "--help"], ""));
+    let rows: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Passes (name"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(
+        rows.iter().any(|r| r.contains("output-stationary")),
+        "{help}"
+    );
+    let level_column = |row: &str| {
+        let name_end = 2 + row[2..].find(' ').unwrap();
+        name_end + row[name_end..].find(|c: char| c != ' ').unwrap()
+    };
+    let first = level_column(rows[0]);
+    for row in &rows {
+        assert_eq!(level_column(row), first, "{help}");
+    }
 }

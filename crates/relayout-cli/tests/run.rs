@@ -478,3 +478,54 @@ fn more_threads_than_work_is_reported() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
 }
+
+#[test]
+fn print_shows_the_result_also_when_it_is_written() {
+    let dir = TempDir::new("print");
+    let (x, y) = (dir.path("x.npy"), dir.path("y.npy"));
+    std::fs::write(
+        &x,
+        npy(
+            "<f4",
+            false,
+            &[1, 2, 2, 4],
+            &f32_bytes((0..16).map(|v| v as f32)),
+        ),
+    )
+    .unwrap();
+    let out = relayout(&[
+        "run",
+        "DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>",
+        "--input",
+        x.to_str().unwrap(),
+        "--output",
+        y.to_str().unwrap(),
+        "--print",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The written file is named, then the result tensor follows with its type.
+    assert!(
+        text.contains(&format!("{}: tensor<1x4x4x1xf32>", y.display())),
+        "{text}"
+    );
+    assert!(text.contains("tensor<1x4x4x1xf32>:\n"), "{text}");
+    // DepthToSpace spreads each pixel's depth over a 2x2 block: the first output row is the
+    // first two elements of pixels 0 and 1.
+    let values: Vec<f32> = text
+        .split("tensor<1x4x4x1xf32>:\n")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(
+        values,
+        [0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15].map(|v| v as f32),
+        "{text}"
+    );
+    // And the file holds the same values.
+    let (_, data) = parse_npy(&std::fs::read(&y).unwrap());
+    assert_eq!(data, f32_bytes(values));
+}

@@ -69,7 +69,7 @@ pub use error::PassError;
 pub use manager::{IrDump, PassManager, PassTiming, PipelineRun};
 pub use pass::{Level, Pass};
 pub use passes::{FuseNests, OutputStationary};
-pub use pipeline::{default_pipeline, Pipeline, DEFAULT_PIPELINE};
+pub use pipeline::{default_loop_pipeline, default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 
 use relayout_ir::{Kernel, LoopKernel};

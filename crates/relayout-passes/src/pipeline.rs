@@ -110,3 +110,17 @@ impl fmt::Display for Pipeline {
 pub fn default_pipeline() -> Pipeline {
     Pipeline::parse(DEFAULT_PIPELINE).expect("the default pipeline names registered passes")
 }
+
+/// The loop-level part of the default pipeline: its passes after `linearize`, in order. This
+/// is what runs on loop IR when no pipeline is given (`relayout opt` on loop IR text), since
+/// the index-map passes and the lowering cannot take it.
+pub fn default_loop_pipeline() -> Pipeline {
+    Pipeline {
+        passes: default_pipeline()
+            .after_index_prefix()
+            .passes
+            .into_iter()
+            .filter(|p| p.level == crate::Level::Loops)
+            .collect(),
+    }
+}

@@ -4,8 +4,8 @@ mod common;
 
 use relayout_ir::{parse_kernel, AnyKernel, Kernel};
 use relayout_passes::{
-    default_pipeline, find_pass, lower_to_loops, optimize_index, Level, PassError, PassManager,
-    Pipeline, DEFAULT_PIPELINE, PASSES,
+    default_loop_pipeline, default_pipeline, find_pass, lower_to_loops, optimize_index, Level,
+    PassError, PassManager, Pipeline, DEFAULT_PIPELINE, PASSES,
 };
 
 const S2D: &str = "kernel @space_to_depth(%src: tensor<1x4x6x3xf32>) -> (%dst: tensor<1x2x3x12xf32>) {
@@ -59,6 +59,10 @@ fn pipelines_print_back_to_themselves() {
     assert_eq!(
         default_pipeline().index_prefix().to_string(),
         "canonicalize,split-dims,split-guards,peel-dims,drop-unit-dims"
+    );
+    assert_eq!(
+        default_loop_pipeline().to_string(),
+        "output-stationary,coalesce,interchange,coalesce,tile-transposes,fuse-nests"
     );
 }
 

@@ -41,19 +41,29 @@ impl CaseResult {
     }
 }
 
+/// The narrowest case column; a longer name widens it (see [`case_width`]).
 const CASE_WIDTH: usize = 26;
 
-pub fn header() -> String {
+/// The width of the case column for these names: the longest of them, at least
+/// [`CASE_WIDTH`], so that every row of one table lines up.
+pub fn case_width<'a>(names: impl IntoIterator<Item = &'a str>) -> usize {
+    names
+        .into_iter()
+        .map(|n| n.chars().count())
+        .fold(CASE_WIDTH, usize::max)
+}
+
+pub fn header(width: usize) -> String {
     format!(
-        "{:<CASE_WIDTH$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
+        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
         "case", "kernel", "memcpy", "ratio", "GB/s", "compile", "again", "reps"
     )
 }
 
-pub fn row(r: &CaseResult) -> String {
+pub fn row(r: &CaseResult, width: usize) -> String {
     let mark = if r.counts_input { "*" } else { "" };
     format!(
-        "{:<CASE_WIDTH$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
+        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
         r.name,
         duration(r.timing.kernel_ns),
         duration(r.timing.memcpy_ns),
@@ -218,7 +228,7 @@ mod tests {
     #[test]
     fn row_and_notes() {
         let r = result("s2d_tiny");
-        assert!(row(&r).contains(" 2.00 "));
+        assert!(row(&r, CASE_WIDTH).contains(" 2.00 "));
         let notes = notes(&[r], 1, Order::Interleaved);
         assert!(notes
             .iter()
@@ -231,6 +241,22 @@ mod tests {
         assert!(notes
             .iter()
             .any(|n| n.starts_with("s2d_tiny: 2000 ns per call")));
+    }
+
+    #[test]
+    fn long_names_widen_the_case_column() {
+        let long = result("Slice:tensor<8x64x128x128xf32>");
+        let width = case_width(["s2d_tiny", long.name.as_str()]);
+        assert_eq!(width, long.name.len());
+        assert_eq!(case_width(["s2d_tiny"]), CASE_WIDTH);
+        // Every column starts at the same offset in the header and in each row.
+        let header = header(width);
+        let kernel_end = header.find("kernel").unwrap() + "kernel".len();
+        for r in [result("s2d_tiny"), long] {
+            let row = row(&r, width);
+            assert_eq!(row.len(), header.len(), "{header}\n{row}");
+            assert_eq!(&row[kernel_end - 3..kernel_end], " us", "{header}\n{row}");
+        }
     }
 
     #[test]
@@ -251,7 +277,11 @@ mod tests {
         r.in_bytes = 9000;
         r.timing.kernel_ns = 10_000.0;
         assert!((r.ratio() - 2.0).abs() < 1e-9, "{}", r.ratio());
-        assert!(row(&r).contains(" 2.00* "), "{}", row(&r));
+        assert!(
+            row(&r, CASE_WIDTH).contains(" 2.00* "),
+            "{}",
+            row(&r, CASE_WIDTH)
+        );
         let notes = notes(&[r], 1, Order::Interleaved);
         assert!(notes
             .iter()
