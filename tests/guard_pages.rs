@@ -237,6 +237,10 @@ fn medium_shapes_split_over_threads() {
         "Transpose {perm = [1, 0]} : tensor<512x512xf32>",
         "Transpose {perm = [0, 2, 3, 1]} : tensor<2x64x40x40xf32>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<20x96x96x3xui8>",
+        // 16x16 byte and 8x8 16-bit register blocks inside cache blocks, and one with leftovers.
+        "Transpose {perm = [1, 0]} : tensor<640x1024xui8>",
+        "Transpose {perm = [1, 0]} : tensor<320x1024xbf16>",
+        "Transpose {perm = [0, 2, 1]} : tensor<16x200x96xf16>",
         "Tile {repeats = [4, 1, 1]} : tensor<1x256x768xf32>",
     ];
     let mut failures = Vec::new();

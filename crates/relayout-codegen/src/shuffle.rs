@@ -44,6 +44,9 @@ const V: usize = 16;
 const MAX_SOURCES: usize = 4;
 /// Blocks hold at most this many vectors per side, to bound code size and register pressure.
 const MAX_VECTORS: usize = 12;
+/// A square register transpose (see [`transpose_network`]) may have up to this many vectors
+/// per side: 16x16 bytes.
+const MAX_NETWORK: usize = 16;
 /// The tile loop is unrolled until an iteration stores about this many vectors.
 const UNROLL_VECTORS: usize = 8;
 
@@ -129,10 +132,14 @@ pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
     let run = stmt.bytes;
     // The smallest tile whose X runs fill whole vectors when X is contiguous on one side.
     let tile = (V as u64) / gcd(run, V as u64);
-    // No factor loop, or one of 2 to 4 iterations (never the outermost loop).
+    // No factor loop, or one of 2 to 4 iterations (never the outermost loop); for elements
+    // of one or two bytes also one of 16 / run, the rows of a square register transpose.
     let factors = std::iter::once(None).chain(
         (1..stmt.loops.len())
-            .filter(|&f| (2..=4).contains(&stmt.loops[f].extent))
+            .filter(|&f| {
+                let e = stmt.loops[f].extent;
+                (2..=4).contains(&e) || (run <= 2 && e == V as u64 / run)
+            })
             .map(Some),
     );
     let mut best: Option<(u64, u64, Plan)> = None;
@@ -236,7 +243,7 @@ fn block_from(
     src_vectors: Vec<i64>,
     dst_vectors: &[i64],
 ) -> Option<(Plan, u64)> {
-    if src_vectors.len() > MAX_VECTORS {
+    if src_vectors.len() > MAX_NETWORK {
         return None;
     }
     // Where each destination byte comes from: (source vector, lane), by destination vector.
@@ -248,10 +255,18 @@ fn block_from(
     }
     let mut shuffles = 0;
     let mut built = Vec::with_capacity(dst_vectors.len());
-    for (target, &offset) in targets.iter().zip(dst_vectors) {
-        let (node, cost) = build(target)?;
-        shuffles += u64::from(cost);
-        built.push((offset, node));
+    if let Some((nodes, cost)) = transpose_network(&targets, src_vectors.len()) {
+        shuffles = cost;
+        built.extend(dst_vectors.iter().copied().zip(nodes));
+    } else {
+        if src_vectors.len() > MAX_VECTORS {
+            return None;
+        }
+        for (target, &offset) in targets.iter().zip(dst_vectors) {
+            let (node, cost) = build(target)?;
+            shuffles += u64::from(cost);
+            built.push((offset, node));
+        }
     }
     let (loads, stores) = (src_vectors.len() as u64, dst_vectors.len() as u64);
     let extra_loads = loads.saturating_sub(stores);
@@ -586,20 +601,64 @@ fn single_instruction(mask: &[u8; V]) -> bool {
 
 /// `punpck{l,h}{bw,wd,dq,qdq} a b` as shuffle masks.
 static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| {
-    let mut out = Vec::new();
-    for width in [1usize, 2, 4, 8] {
-        for high in [false, true] {
-            let base = if high { V / 2 } else { 0 };
-            out.push(std::array::from_fn(|p| {
-                let unit = p / width;
-                let from_b = unit % 2 == 1;
-                let lane = base + (unit / 2) * width + p % width;
-                (lane + if from_b { V } else { 0 }) as u8
-            }));
-        }
-    }
-    out
+    [1, 2, 4, 8]
+        .into_iter()
+        .flat_map(|width| [false, true].map(|high| unpack_mask(width, high)))
+        .collect()
 });
+
+/// `punpck{l,h}` of units of `width` bytes: the low (or high) halves of `a` and `b`,
+/// interleaved unit by unit.
+fn unpack_mask(width: usize, high: bool) -> [u8; V] {
+    let base = if high { V / 2 } else { 0 };
+    std::array::from_fn(|p| {
+        let unit = p / width;
+        let from_b = unit % 2 == 1;
+        let lane = base + (unit / 2) * width + p % width;
+        (lane + if from_b { V } else { 0 }) as u8
+    })
+}
+
+/// The classic register transpose, when the block is one: `k` source vectors of `k`
+/// elements of `w = 16 / k` bytes each, destination vector `c` holding element `c` of every
+/// source in source order (`targets[c]` lane `p` = source `p / w`, lane `c * w + p % w`).
+/// Then destination vector `c` is the root of `log2 k` levels of unpacks: a level-`L`
+/// vector holds, for a group of `2^L` consecutive sources, the elements of a block of
+/// `k / 2^L` columns, interleaved column by column; two level-`L` vectors of sibling groups
+/// make the level-`L+1` vectors of the low and high halves of their columns by `punpckl` and
+/// `punpckh` of units of `2^L * w` bytes. The `k * log2 k` distinct nodes are shared between
+/// the destination vectors (codegen emits each once), so 8x8 16-bit elements take 24 unpacks
+/// and 16x16 bytes 64: what a hand-written SSE2 transpose does. The search of [`build`]
+/// finds the 4x4 32-bit case itself but cannot combine more than [`MAX_SOURCES`] vectors.
+fn transpose_network(targets: &[Lanes], sources: usize) -> Option<(Vec<Node>, u64)> {
+    let k = targets.len();
+    if k < 2 || !k.is_power_of_two() || sources != k || V % k != 0 {
+        return None;
+    }
+    let w = V / k;
+    let square = targets.iter().enumerate().all(|(c, t)| {
+        t.iter()
+            .enumerate()
+            .all(|(p, slot)| *slot == Slot::Byte(p / w, c * w + p % w))
+    });
+    if !square {
+        return None;
+    }
+    fn column(first: usize, level: u32, q: usize, w: usize) -> Rc<Node> {
+        if level == 0 {
+            return Rc::new(Node::Src(first));
+        }
+        let half = 1 << (level - 1);
+        let a = column(first, level - 1, q >> 1, w);
+        let b = column(first + half, level - 1, q >> 1, w);
+        Rc::new(Node::Shuffle(a, b, unpack_mask(half * w, q & 1 == 1)))
+    }
+    let levels = k.trailing_zeros();
+    let nodes = (0..k)
+        .map(|c| Rc::unwrap_or_clone(column(0, levels, c, w)))
+        .collect();
+    Some((nodes, k as u64 * u64::from(levels)))
+}
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
@@ -790,46 +849,95 @@ fn emit_block(
     dst: Addr,
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
-    let mut loaded = Vec::with_capacity(plan.src_vectors.len());
-    for &o in &plan.src_vectors {
-        let at = src.plus(o).ok_or_else(&overflow)?;
-        loaded.push(load(b, types::I8X16, at, 0));
+    // Destination vectors share intermediate shuffles (the first levels of a transpose):
+    // each distinct node is emitted once, in `schedule`'s order, and each source vector is
+    // loaded right before its first use. The machine code keeps this order, and in it a
+    // 16x16 byte transpose keeps about one level's vectors live (emitted tree by tree, with
+    // every load first, most of it was spilled).
+    let mut values: HashMap<&Node, Value> = HashMap::new();
+    for node in schedule(plan.dst_vectors.iter().map(|(_, n)| n)) {
+        let v = match node {
+            Node::Src(i) => {
+                let at = src.plus(plan.src_vectors[*i]).ok_or_else(&overflow)?;
+                load(b, types::I8X16, at, 0)
+            }
+            Node::Shuffle(x, y, mask) => {
+                let (x, y) = (values[&**x], values[&**y]);
+                let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
+                b.ins().shuffle(x, y, imm)
+            }
+        };
+        values.insert(node, v);
     }
-    // Destination vectors share intermediate shuffles (the first level of a transpose).
-    let mut cache = HashMap::new();
-    let mut values = Vec::with_capacity(plan.dst_vectors.len());
-    for (_, node) in &plan.dst_vectors {
-        values.push(value(b, node, &loaded, &mut cache));
-    }
-    for (&(o, _), v) in plan.dst_vectors.iter().zip(values) {
-        store(b, v, dst.plus(o).ok_or_else(&overflow)?, 0);
+    for (o, node) in &plan.dst_vectors {
+        store(b, values[node], dst.plus(*o).ok_or_else(&overflow)?, 0);
     }
     Ok(())
 }
 
-fn value(
-    b: &mut FunctionBuilder,
-    node: &Node,
-    loaded: &[Value],
-    cache: &mut HashMap<Node, Value>,
-) -> Value {
-    if let Node::Src(i) = node {
-        return loaded[*i];
-    }
-    if let Some(&v) = cache.get(node) {
-        return v;
-    }
-    let v = match node {
-        Node::Src(i) => loaded[*i],
-        Node::Shuffle(x, y, mask) => {
-            let x = value(b, x, loaded, cache);
-            let y = value(b, y, loaded, cache);
-            let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
-            b.ins().shuffle(x, y, imm)
+/// The distinct nodes of `roots`' trees in an order to emit them: by height (sources, then
+/// shuffles of sources, then shuffles of those, ...), and within a height by the positions
+/// of their operands in the order so far, so that the two results of a pair of operands
+/// (an unpack's low and high halves) come together and the operands can die after them.
+fn schedule<'a>(roots: impl Iterator<Item = &'a Node>) -> Vec<&'a Node> {
+    fn collect<'a>(node: &'a Node, levels: &mut Vec<Vec<&'a Node>>) -> usize {
+        let h = match node {
+            Node::Src(_) => 0,
+            Node::Shuffle(x, y, _) => 1 + collect(x, levels).max(collect(y, levels)),
+        };
+        if levels.len() <= h {
+            levels.resize(h + 1, Vec::new());
         }
-    };
-    cache.insert(node.clone(), v);
-    v
+        if !levels[h].contains(&node) {
+            levels[h].push(node);
+        }
+        h
+    }
+    let mut levels = Vec::new();
+    for root in roots {
+        collect(root, &mut levels);
+    }
+    let mut position: HashMap<&Node, usize> = HashMap::new();
+    let mut order = Vec::new();
+    for mut level in levels {
+        let key = |n: &Node| match n {
+            Node::Src(i) => (*i, 0),
+            Node::Shuffle(x, y, _) => {
+                let (a, b) = (position[&**x], position[&**y]);
+                (a.min(b), a.max(b))
+            }
+        };
+        // Stable: nodes with the same operands keep their first-use order.
+        level.sort_by_key(|n| key(n));
+        for n in level {
+            position.insert(n, order.len());
+            order.push(n);
+        }
+    }
+    // Sources are loaded where first used: right before the first shuffle that reads them.
+    let mut out: Vec<&Node> = Vec::with_capacity(order.len());
+    let mut loaded = std::collections::HashSet::new();
+    for &n in &order {
+        match n {
+            Node::Src(_) => {}
+            Node::Shuffle(x, y, _) => {
+                for operand in [&**x, &**y] {
+                    if matches!(operand, Node::Src(_)) && loaded.insert(operand) {
+                        out.push(operand);
+                    }
+                }
+                out.push(n);
+            }
+        }
+    }
+    // A source no shuffle reads: a destination vector that is a source as loaded.
+    let unread: Vec<&Node> = order
+        .iter()
+        .copied()
+        .filter(|n| matches!(n, Node::Src(_)) && !loaded.contains(n))
+        .collect();
+    out.extend(unread);
+    out
 }
 
 #[cfg(test)]
@@ -958,5 +1066,62 @@ mod tests {
         let mut s = stmt.clone();
         s.loops.swap(0, 1);
         s
+    }
+
+    /// What a node's lanes hold, by simulating its shuffles.
+    fn lanes_of(node: &Node) -> Lanes {
+        match node {
+            Node::Src(i) => std::array::from_fn(|l| Slot::Byte(*i, l)),
+            Node::Shuffle(x, y, mask) => {
+                let (a, b) = (lanes_of(x), lanes_of(y));
+                std::array::from_fn(|p| match mask[p] as usize {
+                    i if i < V => a[i],
+                    i => b[i - V],
+                })
+            }
+        }
+    }
+
+    /// The square blocks of 1- and 2-byte elements are planned as the unpack network, which
+    /// puts every byte where the transpose needs it, with `k log2 k` distinct shuffles.
+    #[test]
+    fn square_blocks_of_small_elements_are_unpack_networks() {
+        for e in [1u64, 2] {
+            let k = (V as u64 / e) as i64;
+            let e64 = e as i64;
+            // Destination rows in blocks of k (F), k source rows (X) per block.
+            let stmt = LoopStmt {
+                action: LoopAction::Copy,
+                bytes: e,
+                src_offset: 0,
+                dst_offset: 0,
+                loops: vec![
+                    lp(2, k * e64, k * 2 * k * e64),
+                    lp(k as u64, e64, 2 * k * e64),
+                    lp(2 * k as u64, 2 * k * e64, e64),
+                ],
+            };
+            let size = (2 * k * 2 * k * e64) as u64;
+            let plan = plan(&stmt, size).expect("a plan");
+            assert_eq!((plan.x, plan.f, plan.tile), (2, Some(1), k as u64));
+            assert_eq!(plan.src_vectors.len(), k as usize);
+            assert_eq!(plan.dst_vectors.len(), k as usize);
+            let mut distinct = std::collections::HashSet::new();
+            fn walk<'a>(n: &'a Node, seen: &mut std::collections::HashSet<&'a Node>) {
+                if let Node::Shuffle(x, y, _) = n {
+                    if seen.insert(n) {
+                        walk(x, seen);
+                        walk(y, seen);
+                    }
+                }
+            }
+            for (c, (_, node)) in plan.dst_vectors.iter().enumerate() {
+                walk(node, &mut distinct);
+                let w = e as usize;
+                let want: Lanes = std::array::from_fn(|p| Slot::Byte(p / w, c * w + p % w));
+                assert_eq!(lanes_of(node), want, "{e}-byte column {c}");
+            }
+            assert_eq!(distinct.len(), k as usize * k.trailing_zeros() as usize);
+        }
     }
 }

@@ -339,3 +339,46 @@ proptest! {
         }
     }
 }
+
+/// A 2-D transpose of `rows x cols` elements of `dtype` as `tile-transposes` leaves it: the
+/// source-contiguous loop split into `cols / f` blocks of `f = 16 / size` destination rows,
+/// the destination-contiguous lane loop innermost.
+fn square_blocks(dtype: DType, rows: u64, cols: u64) -> LoopKernel {
+    let e = dtype.size() as i64;
+    let f = 16 / e as u64;
+    let (r, c) = (rows as i64, cols as i64);
+    LoopKernel {
+        bands: Vec::new(),
+        name: "transpose".into(),
+        src: TensorType::new(dtype, [rows, cols]),
+        dst: TensorType::new(dtype, [cols, rows]),
+        stmts: vec![LoopStmt {
+            action: LoopAction::Copy,
+            bytes: e as u64,
+            src_offset: 0,
+            dst_offset: 0,
+            loops: vec![
+                lp(cols / f, f as i64 * e, f as i64 * r * e),
+                lp(f, e, r * e),
+                lp(rows, c * e, e),
+            ],
+        }],
+    }
+}
+
+/// Square register transposes of every element size (2x2 f64, 4x4 f32, 8x8 16-bit, 16x16
+/// bytes), lane loops that are and are not a multiple of the block (scalar leftovers), on
+/// one thread and in pieces; each really runs as shuffle blocks.
+#[test]
+fn square_register_transposes_of_every_element_size() {
+    for dtype in [DType::U8, DType::F16, DType::BF16, DType::F32, DType::F64] {
+        let f = 16 / dtype.size();
+        for (rows, blocks) in [(f, 1), (2 * f, 3), (3 * f + 5, 2), (40, 4)] {
+            let k = square_blocks(dtype, rows, blocks * f);
+            relayout_ir::verify_loop_kernel(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+            let what = relayout_codegen::describe(&k, 0).unwrap();
+            assert!(what.contains("16-byte shuffle blocks"), "{what}\n{k}");
+            check(&k);
+        }
+    }
+}

@@ -1,17 +1,18 @@
-//! `tile-transposes`: strip-mines the source-contiguous loop of a true transpose of small
-//! elements into blocks of a vector's width, so that codegen's shuffle planner (which needs a
-//! short *factor* loop of 2 to 4 iterations beside the destination-contiguous lane loop) can
-//! move 4x4 blocks of f32 (2x2 of f64) through registers: four 16-byte loads, a transpose
-//! in registers, four 16-byte stores, instead of sixteen scalar moves.
+//! `tile-transposes`: strip-mines the source-contiguous loop of a true transpose into blocks
+//! of a vector's width, so that codegen's shuffle planner (which needs a short *factor* loop
+//! beside the destination-contiguous lane loop) can move square blocks through registers:
+//! 2x2 f64, 4x4 f32, 8x8 16-bit and 16x16 8-bit elements, each a row of 16-byte loads, a
+//! transpose in registers and a row of 16-byte stores, instead of one scalar move per element.
 //!
-//! What it does: for a copy of runs of `b` bytes with `16 / b` in 2..=4, whose innermost loop
-//! is contiguous for the destination (stride `b`; a loop that is, further out, is first moved
-//! innermost when the rest applies), it finds another loop contiguous for the
-//! source (stride `b`) whose extent is a multiple of `f = 16 / b` and larger than it, and
-//! splits it into an outer loop of `extent / f` iterations and an inner one of `f`, right
-//! after it. Splitting a loop in place re-indexes the same points in the same order, so it is
-//! always legal; the reordering happens in codegen, which accepts it only for copies whose
-//! destination runs are pairwise disjoint (and so does this pass).
+//! What it does: for a copy of runs of `b` bytes with `f = 16 / b` of at least 2, whose
+//! innermost loop is contiguous for the destination (stride `b`; a loop that is, further out,
+//! is first moved innermost when the rest applies), it finds another loop contiguous for the
+//! source (stride `b`) whose extent is a multiple of `f` and larger than it, and splits it
+//! into an outer loop of `extent / f` iterations and an inner one of `f`, right after it. For
+//! `f` of 8 or 16 the lane loop must have at least `f` iterations (a square block). Splitting
+//! a loop in place re-indexes the same points in the same order, so it is always legal; the
+//! reordering happens in codegen, which accepts it only for copies whose destination runs are
+//! pairwise disjoint (and so does this pass).
 //!
 //! Run it after the last `coalesce`, which would merge the two halves back.
 //!
@@ -58,7 +59,7 @@ fn tile_stmt(s: &LoopStmt) -> LoopStmt {
     }
     let f = VECTOR / b;
     let run = b as i64;
-    if !(2..=4).contains(&f) || !relayout_ir::dependence::points_disjoint(s, 0) {
+    if f < 2 || !relayout_ir::dependence::points_disjoint(s, 0) {
         return s.clone();
     }
     if s.loops.last().is_some_and(|l| l.dst_stride == run) {
@@ -94,6 +95,12 @@ fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
     };
     let l = s.loops[j];
     let x = s.loops[last];
+    // Elements of one or two bytes move only as whole square blocks (16x16 bytes, 8x8 16-bit
+    // elements), which need as many lane iterations as rows; a shorter lane loop (a 4-way
+    // interleave) is the shuffle planner's own case, better left unsplit.
+    if f > 4 && x.extent < f {
+        return s.clone();
+    }
     let inner = Loop { extent: f, ..l };
     // A large plane right inside (the source loop next to the lane loop): cache blocks of
     // `bl` destination rows (see [`block_rows`]), inside which the lane loop is cut into
@@ -204,10 +211,11 @@ mod tests {
     /// innermost.
     fn transpose(rows: u64, cols: u64, bytes: u64) -> LoopKernel {
         let b = bytes as i64;
-        let dtype = if bytes == 8 {
-            relayout_ir::DType::F64
-        } else {
-            relayout_ir::DType::F32
+        let dtype = match bytes {
+            1 => relayout_ir::DType::U8,
+            2 => relayout_ir::DType::F16,
+            8 => relayout_ir::DType::F64,
+            _ => relayout_ir::DType::F32,
         };
         LoopKernel {
             name: "t".into(),
@@ -274,6 +282,26 @@ mod tests {
         let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
         assert_eq!(extents, [3, 24, 64, 2, 8]);
         same_result(&kernel, &tiled);
+    }
+
+    #[test]
+    fn small_elements_get_square_blocks_and_cache_blocks() {
+        // 16-bit, 512 KiB: factor 8, blocks of 256 destination rows, groups of 32 rows.
+        let kernel = transpose(256, 1024, 2);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [4, 8, 32, 8, 32]);
+        same_result(&kernel, &tiled);
+        // Bytes, a small plane: only the factor loop of 16.
+        let kernel = transpose(48, 64, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(extents, [4, 16, 48]);
+        same_result(&kernel, &tiled);
+        // A lane loop shorter than the square block (a 4-way byte interleave) is left whole.
+        let kernel = transpose(4, 4096, 1);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(tiled, kernel);
     }
 
     #[test]
