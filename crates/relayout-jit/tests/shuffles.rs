@@ -382,3 +382,20 @@ fn square_register_transposes_of_every_element_size() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// Random square-block transposes: any element size, lane loops of any length (leftover
+    /// source rows run as scalars), one to four blocks, on one thread and in pieces.
+    #[test]
+    fn random_square_block_transposes(dtype in dtype(), rows in 1u64..70, blocks in 1u64..5) {
+        let k = square_blocks(dtype, rows, blocks * (16 / dtype.size()));
+        relayout_ir::verify_loop_kernel(&k).unwrap_or_else(|e| panic!("{e}\n{k}"));
+        for threads in [1, 3] {
+            if let Some(m) = mismatch(&k, threads) {
+                prop_assert!(false, "{}", m);
+            }
+        }
+    }
+}
