@@ -41,7 +41,7 @@ impl LoopPass for TileTransposes {
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
         Ok(LoopKernel {
-            stmts: k.stmts.iter().map(tile_stmt).collect(),
+            stmts: k.stmts.iter().flat_map(tile_stmt).collect(),
             ..k.clone()
         })
     }
@@ -52,34 +52,80 @@ impl_pass!(loops TileTransposes);
 /// Bytes of the vectors the shuffle blocks move.
 const VECTOR: u64 = 16;
 
-fn tile_stmt(s: &LoopStmt) -> LoopStmt {
+/// The statement tiled, as one statement, or two when the source-contiguous loop's extent is
+/// not a multiple of the block (see [`split_remainder`]); unchanged when nothing applies.
+fn tile_stmt(s: &LoopStmt) -> Vec<LoopStmt> {
     let b = s.bytes;
     if s.action != LoopAction::Copy || b == 0 || !VECTOR.is_multiple_of(b) || s.loops.len() < 2 {
-        return s.clone();
+        return vec![s.clone()];
     }
     let f = VECTOR / b;
     let run = b as i64;
     if f < 2 || !relayout_ir::dependence::points_disjoint(s, 0) {
-        return s.clone();
+        return vec![s.clone()];
     }
     if s.loops.last().is_some_and(|l| l.dst_stride == run) {
-        return tile(s, f);
+        return tile_or_split(s, f);
     }
     // The innermost loop is not the destination-contiguous one (`interchange` may order a
     // transpose to read row by row): move that loop innermost, which the disjoint runs allow,
     // when the statement then tiles; else leave it as it was.
     let Some(k) = s.loops.iter().position(|l| l.dst_stride == run) else {
-        return s.clone();
+        return vec![s.clone()];
     };
     let mut moved = s.clone();
     let lane = moved.loops.remove(k);
     moved.loops.push(lane);
-    let tiled = tile(&moved, f);
-    if tiled == moved {
-        s.clone()
+    let tiled = tile_or_split(&moved, f);
+    if tiled == [moved] {
+        vec![s.clone()]
     } else {
         tiled
     }
+}
+
+/// [`tile`], or when that does not apply because the source-contiguous loop's extent is not a
+/// multiple of `f`, the statement cut in two by [`split_remainder`] with its main part tiled;
+/// else the statement as it is.
+fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
+    let tiled = tile(s, f);
+    if tiled != *s {
+        return vec![tiled];
+    }
+    match split_remainder(s, f) {
+        Some((main, rest)) => vec![tile(&main, f), rest],
+        None => vec![s.clone()],
+    }
+}
+
+/// A statement whose innermost loop is destination-contiguous and whose source-contiguous
+/// loop (stride `b`, further out) has an extent `e` that is not a multiple of `f`, cut into
+/// its first `e - e % f` iterations of that loop, which form whole blocks, and the last
+/// `e % f`, which stay scalar. NCHW -> NHWC of a 7x7 feature map (49 positions) had no
+/// register block at all and ran at 6-7x memcpy's time. Each destination byte is written by
+/// exactly one of the two, as before, and the runs of a copy are disjoint, so running the
+/// first part and then the second changes no result. `None` when there is no such loop, it
+/// has fewer than `f` iterations, or (bytes and 16-bit elements) the lane loop is shorter
+/// than a square block.
+fn split_remainder(s: &LoopStmt, f: u64) -> Option<(LoopStmt, LoopStmt)> {
+    let run = s.bytes as i64;
+    let last = s.loops.len() - 1;
+    if f > 4 && s.loops[last].extent < f {
+        return None;
+    }
+    let j = s.loops[..last]
+        .iter()
+        .position(|l| l.src_stride == run && l.extent > f && l.extent % f != 0)?;
+    let l = s.loops[j];
+    let main_extent = l.extent - l.extent % f;
+    let skip = i64::try_from(main_extent).ok()?;
+    let mut main = s.clone();
+    main.loops[j].extent = main_extent;
+    let mut rest = s.clone();
+    rest.loops[j].extent = l.extent % f;
+    rest.src_offset = s.src_offset.checked_add(l.src_stride.checked_mul(skip)?)?;
+    rest.dst_offset = s.dst_offset.checked_add(l.dst_stride.checked_mul(skip)?)?;
+    Some((main, rest))
 }
 
 /// [`tile_stmt`] for a statement whose innermost loop is destination-contiguous, with factor
@@ -187,7 +233,7 @@ mod tests {
                 },
             ],
         };
-        let t = tile_stmt(&s);
+        let t = tile_stmt(&s).remove(0);
         assert_eq!(t.loops.len(), 3);
         assert_eq!((t.loops[0].extent, t.loops[0].src_stride), (3, 16));
         assert_eq!((t.loops[1].extent, t.loops[1].src_stride), (4, 4));
@@ -305,6 +351,37 @@ mod tests {
     }
 
     #[test]
+    fn a_source_loop_that_is_not_a_multiple_of_the_block_is_cut_in_two() {
+        // NCHW -> NHWC of 7x7 maps, f32: the 49 positions become 48 in blocks of 4 and 1 left.
+        let kernel = transpose(96, 49, 4);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(tiled.stmts.len(), 2);
+        let extents: Vec<Vec<u64>> = tiled
+            .stmts
+            .iter()
+            .map(|s| s.loops.iter().map(|l| l.extent).collect())
+            .collect();
+        assert_eq!(extents, [vec![12, 4, 96], vec![1, 96]]);
+        assert_eq!(tiled.stmts[1].src_offset, 48 * 4);
+        assert_eq!(tiled.stmts[1].dst_offset, 48 * 96 * 4);
+        same_result(&kernel, &tiled);
+        // A loop of exactly one block plus leftovers (7 = 4 + 3), and 16-bit elements (8x8
+        // blocks: 20 = 16 + 4).
+        for (rows, cols, bytes) in [(16, 7, 4), (40, 20, 2)] {
+            let kernel = transpose(rows, cols, bytes);
+            let tiled = TileTransposes.run_loops(&kernel).unwrap();
+            assert_eq!(tiled.stmts.len(), 2, "{rows}x{cols}x{bytes}");
+            same_result(&kernel, &tiled);
+        }
+        // Fewer iterations than a block, or a byte transpose whose lane loop is shorter than
+        // 16: left alone.
+        for (rows, cols, bytes) in [(16, 3, 4), (8, 40, 1)] {
+            let kernel = transpose(rows, cols, bytes);
+            assert_eq!(TileTransposes.run_loops(&kernel).unwrap(), kernel);
+        }
+    }
+
+    #[test]
     fn short_lane_loops_and_small_planes_are_only_strip_mined() {
         for (rows, cols) in [(64, 4096), (128, 96), (80, 4100)] {
             let kernel = transpose(rows, cols, 4);
@@ -359,7 +436,7 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(tile_stmt(&s), s);
+        assert_eq!(tile_stmt(&s), std::slice::from_ref(&s));
         let fill = LoopStmt {
             action: LoopAction::ZERO_FILL,
             bytes: 4,
@@ -375,6 +452,6 @@ mod tests {
                 .collect(),
             ..s
         };
-        assert_eq!(tile_stmt(&fill), fill);
+        assert_eq!(tile_stmt(&fill), std::slice::from_ref(&fill));
     }
 }
