@@ -125,6 +125,10 @@ fn split_remainder(s: &LoopStmt, f: u64) -> Option<(LoopStmt, LoopStmt)> {
     rest.loops[j].extent = l.extent % f;
     rest.src_offset = s.src_offset.checked_add(l.src_stride.checked_mul(skip)?)?;
     rest.dst_offset = s.dst_offset.checked_add(l.dst_stride.checked_mul(skip)?)?;
+    if rest.loops[j].extent == 1 {
+        // One iteration left: its offsets are in the statement's, the loop goes.
+        rest.loops.remove(j);
+    }
     Some((main, rest))
 }
 
@@ -361,7 +365,7 @@ mod tests {
             .iter()
             .map(|s| s.loops.iter().map(|l| l.extent).collect())
             .collect();
-        assert_eq!(extents, [vec![12, 4, 96], vec![1, 96]]);
+        assert_eq!(extents, [vec![12, 4, 96], vec![96]]);
         assert_eq!(tiled.stmts[1].src_offset, 48 * 4);
         assert_eq!(tiled.stmts[1].dst_offset, 48 * 96 * 4);
         same_result(&kernel, &tiled);
