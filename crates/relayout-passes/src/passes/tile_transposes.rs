@@ -14,6 +14,9 @@
 //! reordering happens in codegen, which accepts it only for copies whose destination runs are
 //! pairwise disjoint (and so does this pass).
 //!
+//! Extents that are not multiples of the blocks are cut first: the statement becomes one
+//! statement for the whole blocks and one for the rest (see [`tile_or_split`]).
+//!
 //! Run it after the last `coalesce`, which would merge the two halves back.
 //!
 //! A large plane (more than [`L2_PLANE`] bytes, the source loop right outside the lane loop)
@@ -84,52 +87,82 @@ fn tile_stmt(s: &LoopStmt) -> Vec<LoopStmt> {
     }
 }
 
-/// [`tile`], or when that does not apply because the source-contiguous loop's extent is not a
-/// multiple of `f`, the statement cut in two by [`split_remainder`] with its main part tiled;
-/// else the statement as it is.
+/// [`tile`] for a statement whose innermost loop is destination-contiguous, after cutting it
+/// where its extents are not multiples of the blocks (each cut gives two statements: the
+/// first `k` iterations of a loop and the rest, see [`cut`]):
+/// - the source-contiguous loop (extent `e`) at `e - e % f`: whole register blocks, and the
+///   last `e % f` iterations as scalar runs. NCHW -> NHWC of a 7x7 feature map (49
+///   positions) had no register block at all and ran at 6-7x memcpy's time.
+/// - in a plane large enough for cache blocks, the lane loop at a multiple of the group of
+///   source rows `r`, and the source-contiguous loop at a multiple of the largest of
+///   [`BLOCK_ROWS`] when none of them divides it: most of the plane in cache blocks, the
+///   edges strip-mined.
+///
+/// Each destination byte is written by exactly one of the parts, as before, and the runs of
+/// a copy are disjoint, so running one part after the other changes no result.
 fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
-    let tiled = tile(s, f);
-    if tiled != *s {
-        return vec![tiled];
-    }
-    match split_remainder(s, f) {
-        Some((main, rest)) => vec![tile(&main, f), rest],
-        None => vec![s.clone()],
-    }
-}
-
-/// A statement whose innermost loop is destination-contiguous and whose source-contiguous
-/// loop (stride `b`, further out) has an extent `e` that is not a multiple of `f`, cut into
-/// its first `e - e % f` iterations of that loop, which form whole blocks, and the last
-/// `e % f`, which stay scalar. NCHW -> NHWC of a 7x7 feature map (49 positions) had no
-/// register block at all and ran at 6-7x memcpy's time. Each destination byte is written by
-/// exactly one of the two, as before, and the runs of a copy are disjoint, so running the
-/// first part and then the second changes no result. `None` when there is no such loop, it
-/// has fewer than `f` iterations, or (bytes and 16-bit elements) the lane loop is shorter
-/// than a square block.
-fn split_remainder(s: &LoopStmt, f: u64) -> Option<(LoopStmt, LoopStmt)> {
     let run = s.bytes as i64;
     let last = s.loops.len() - 1;
-    if f > 4 && s.loops[last].extent < f {
+    let x = s.loops[last];
+    if x.dst_stride != run {
+        // A part whose lane loop was cut down to one iteration (and removed).
+        return vec![s.clone()];
+    }
+    // Bytes and 16-bit elements move only as square blocks (see [`tile`]).
+    let square = f <= 4 || x.extent >= f;
+    let Some(j) = s.loops[..last]
+        .iter()
+        .position(|l| l.src_stride == run && l.extent > f)
+        .filter(|_| square)
+    else {
+        return vec![s.clone()];
+    };
+    let l = s.loops[j];
+    let parts = |k: usize, at: u64| -> Option<Vec<LoopStmt>> {
+        let (first, rest) = cut(s, k, at)?;
+        let mut parts = tile_or_split(&first, f);
+        parts.extend(tile_or_split(&rest, f));
+        Some(parts)
+    };
+    let cuts = if !l.extent.is_multiple_of(f) {
+        parts(j, l.extent - l.extent % f)
+    } else if j + 1 == last
+        && x.extent > MIN_BLOCK
+        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE
+    {
+        let r = LINE / s.bytes;
+        if !x.extent.is_multiple_of(r) {
+            parts(last, x.extent - x.extent % r)
+        } else if block_rows(l.extent).is_none() && l.extent > BLOCK_ROWS[0] {
+            parts(j, l.extent - l.extent % BLOCK_ROWS[0])
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    cuts.unwrap_or_else(|| vec![tile(s, f)])
+}
+
+/// `s` cut at iteration `at` (0 < `at` < extent) of loop `k`: the first `at` iterations, and
+/// the others with the offsets moved past them (a rest of one iteration loses the loop).
+/// `None` when an offset would overflow.
+fn cut(s: &LoopStmt, k: usize, at: u64) -> Option<(LoopStmt, LoopStmt)> {
+    let l = s.loops[k];
+    if at == 0 || at >= l.extent {
         return None;
     }
-    let j = s.loops[..last]
-        .iter()
-        .position(|l| l.src_stride == run && l.extent > f && l.extent % f != 0)?;
-    let l = s.loops[j];
-    let main_extent = l.extent - l.extent % f;
-    let skip = i64::try_from(main_extent).ok()?;
-    let mut main = s.clone();
-    main.loops[j].extent = main_extent;
+    let skip = i64::try_from(at).ok()?;
+    let mut first = s.clone();
+    first.loops[k].extent = at;
     let mut rest = s.clone();
-    rest.loops[j].extent = l.extent % f;
+    rest.loops[k].extent = l.extent - at;
     rest.src_offset = s.src_offset.checked_add(l.src_stride.checked_mul(skip)?)?;
     rest.dst_offset = s.dst_offset.checked_add(l.dst_stride.checked_mul(skip)?)?;
-    if rest.loops[j].extent == 1 {
-        // One iteration left: its offsets are in the statement's, the loop goes.
-        rest.loops.remove(j);
+    if rest.loops[k].extent == 1 {
+        rest.loops.remove(k);
     }
-    Some((main, rest))
+    Some((first, rest))
 }
 
 /// [`tile_stmt`] for a statement whose innermost loop is destination-contiguous, with factor
@@ -377,6 +410,27 @@ mod tests {
             assert_eq!(tiled.stmts.len(), 2, "{rows}x{cols}x{bytes}");
             same_result(&kernel, &tiled);
         }
+        // A large plane whose extents are not multiples of the cache block: 4096 of 4100
+        // columns in cache blocks (256 destination rows, groups of 16 source rows), the last
+        // 4 as one block of 4; 200 source rows, 192 in groups of 16, 8 strip-mined.
+        let kernel = transpose(80, 4100, 4);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<Vec<u64>> = tiled
+            .stmts
+            .iter()
+            .map(|s| s.loops.iter().map(|l| l.extent).collect())
+            .collect();
+        assert_eq!(extents, [vec![16, 5, 64, 4, 16], vec![4, 80]]);
+        same_result(&kernel, &tiled);
+        let kernel = transpose(200, 1024, 4);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        let extents: Vec<Vec<u64>> = tiled
+            .stmts
+            .iter()
+            .map(|s| s.loops.iter().map(|l| l.extent).collect())
+            .collect();
+        assert_eq!(extents, [vec![4, 12, 64, 4, 16], vec![256, 4, 8]]);
+        same_result(&kernel, &tiled);
         // Fewer iterations than a block, or a byte transpose whose lane loop is shorter than
         // 16: left alone.
         for (rows, cols, bytes) in [(16, 3, 4), (8, 40, 1)] {
@@ -387,7 +441,7 @@ mod tests {
 
     #[test]
     fn short_lane_loops_and_small_planes_are_only_strip_mined() {
-        for (rows, cols) in [(64, 4096), (128, 96), (80, 4100)] {
+        for (rows, cols) in [(64, 4096), (128, 96)] {
             let kernel = transpose(rows, cols, 4);
             let tiled = TileTransposes.run_loops(&kernel).unwrap();
             let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
