@@ -16,6 +16,7 @@
 //! the op and the statement that breaks the form.
 
 use crate::analysis::{self, Movement};
+use crate::runner::Runner;
 use crate::{Element, Error, Op, OpError, Stages};
 use relayout_ir::{Kernel, LoopKernel, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
@@ -238,14 +239,19 @@ impl CompiledLoops {
         &self.loops.dst
     }
 
+    /// The kernel and output type the `run*` methods run.
+    fn runner(&self) -> Runner<'_> {
+        Runner::new(&self.kernel, &self.loops.dst)
+    }
+
     /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        Ok(self.kernel.run(src, dst)?)
+        self.runner().run(src, dst)
     }
 
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        Ok(self.kernel.run_threaded(src, dst, threads)?)
+        self.runner().run_threaded(src, dst, threads)
     }
 
     /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
@@ -256,14 +262,12 @@ impl CompiledLoops {
         dst: &mut [u8],
         split: crate::Split,
     ) -> Result<crate::SplitReport, Error> {
-        Ok(self.kernel.run_split(src, dst, split)?)
+        self.runner().run_split(src, dst, split)
     }
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut dst = crate::zeroed_buffer(self.output_type())?;
-        self.run(src, &mut dst)?;
-        Ok(dst)
+        self.runner().run_to_vec(src)
     }
 }
 
@@ -328,14 +332,19 @@ impl FusedOp {
         analysis::bytes_moved(&self.inner.stages.loops)
     }
 
+    /// The kernel and output type the `run*` methods run.
+    fn runner(&self) -> Runner<'_> {
+        Runner::new(&self.inner.kernel, &self.inner.stages.lowered.dst)
+    }
+
     /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        Ok(self.inner.kernel.run(src, dst)?)
+        self.runner().run(src, dst)
     }
 
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
+        self.runner().run_threaded(src, dst, threads)
     }
 
     /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
@@ -346,12 +355,12 @@ impl FusedOp {
         dst: &mut [u8],
         split: crate::Split,
     ) -> Result<crate::SplitReport, Error> {
-        Ok(self.inner.kernel.run_split(src, dst, split)?)
+        self.runner().run_split(src, dst, split)
     }
 
     /// Runs the kernel on element slices; the element type must have the kernel's element size.
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_typed(src, dst)?)
+        self.runner().run_typed(src, dst)
     }
 
     /// [`run_typed`](Self::run_typed) split over `threads` threads, as
@@ -362,14 +371,12 @@ impl FusedOp {
         dst: &mut [T],
         threads: usize,
     ) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_threaded_typed(src, dst, threads)?)
+        self.runner().run_threaded_typed(src, dst, threads)
     }
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut dst = crate::zeroed_buffer(self.output_type())?;
-        self.run(src, &mut dst)?;
-        Ok(dst)
+        self.runner().run_to_vec(src)
     }
 }
 

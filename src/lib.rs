@@ -146,6 +146,7 @@ pub mod conformance;
 pub mod explain;
 pub mod fuse;
 mod op_syntax;
+mod runner;
 mod tensor_text;
 mod timing;
 
@@ -184,6 +185,7 @@ use relayout_ir::{Kernel, LoopKernel, TensorType};
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 use relayout_jit::CompiledKernel;
+use runner::Runner;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -481,14 +483,19 @@ impl CompiledOp {
         &self.inner.stages
     }
 
+    /// The kernel and output type the `run*` methods run.
+    fn runner(&self) -> Runner<'_> {
+        Runner::new(&self.inner.kernel, &self.inner.output)
+    }
+
     /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
     pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        Ok(self.inner.kernel.run(src, dst)?)
+        self.runner().run(src, dst)
     }
 
     /// Runs the kernel splitting the work over `threads` threads of a shared pool.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_threaded(src, dst, threads)?)
+        self.runner().run_threaded(src, dst, threads)
     }
 
     /// Runs the kernel with each statement cut as `split` says (see [`Split`]), and reports
@@ -499,12 +506,12 @@ impl CompiledOp {
         dst: &mut [u8],
         split: Split,
     ) -> Result<SplitReport, Error> {
-        Ok(self.inner.kernel.run_split(src, dst, split)?)
+        self.runner().run_split(src, dst, split)
     }
 
     /// Runs the kernel on element slices; the element type must have the op's element size.
     pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_typed(src, dst)?)
+        self.runner().run_typed(src, dst)
     }
 
     /// [`run_typed`](Self::run_typed) split over `threads` threads, as
@@ -515,14 +522,12 @@ impl CompiledOp {
         dst: &mut [T],
         threads: usize,
     ) -> Result<(), Error> {
-        Ok(self.inner.kernel.run_threaded_typed(src, dst, threads)?)
+        self.runner().run_threaded_typed(src, dst, threads)
     }
 
     /// Runs the kernel into a new buffer.
     pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut dst = zeroed_buffer(&self.inner.output)?;
-        self.run(src, &mut dst)?;
-        Ok(dst)
+        self.runner().run_to_vec(src)
     }
 }
 
@@ -534,21 +539,6 @@ impl std::fmt::Debug for CompiledOp {
             self.inner.op, self.inner.input, self.inner.output
         )
     }
-}
-
-/// A zeroed buffer of the byte size of `ty`, for the `run_to_vec`s. The size was checked
-/// when the op was validated, so it fits in a `u64`; it may still not fit in memory.
-pub(crate) fn zeroed_buffer(ty: &TensorType) -> Result<Vec<u8>, Error> {
-    let len = ty
-        .size_bytes()
-        .map_err(|e| OpError::new(ErrorCategory::SizeOverflow, e.to_string()))?;
-    let len = usize::try_from(len).map_err(|_| {
-        OpError::new(
-            ErrorCategory::SizeOverflow,
-            format!("{ty} does not fit in memory"),
-        )
-    })?;
-    Ok(vec![0u8; len])
 }
 
 /// Which IR dumps a pipeline run prints, as MLIR's `--mlir-print-ir-after-all`,

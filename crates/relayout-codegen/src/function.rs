@@ -8,7 +8,9 @@ use crate::shuffle;
 use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstBuilder, Signature, UserFuncName, Value,
+};
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use relayout_ir::{LoopAction, LoopKernel, LoopStmt, Unit};
@@ -32,6 +34,48 @@ pub fn kernel_signature(call_conv: CallConv) -> Signature {
         sig.params.push(AbiParam::new(types::I64));
     }
     sig
+}
+
+/// Builds a function named `name` with `signature`: `body` gets a builder in the function's
+/// entry block (sealed, with one parameter per parameter of `signature`) and those
+/// parameters, and leaves the builder in the block that returns. The function returns no
+/// value; every block is sealed and the function is finalized for `config`.
+///
+/// The setup shared by [`translate_stmt`], [`translate_kernel_fn`] and the entry points of
+/// the JIT's ahead-of-time objects.
+pub fn build_function<const N: usize, T, E>(
+    name: UserFuncName,
+    signature: Signature,
+    config: TargetFrontendConfig,
+    body: impl FnOnce(&mut FunctionBuilder, [Value; N]) -> Result<T, E>,
+) -> Result<(Function, T), E> {
+    let mut func = Function::with_name_signature(name, signature);
+    let mut ctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let params: [Value; N] = b
+        .block_params(entry)
+        .try_into()
+        .unwrap_or_else(|_| panic!("the signature has {N} parameters"));
+    let value = body(&mut b, params)?;
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok((func, value))
+}
+
+/// Refuses targets whose pointers are not 64 bits wide: the generated code does its address
+/// arithmetic in 64-bit integers.
+fn check_pointer_width(config: TargetFrontendConfig) -> Result<(), CodegenError> {
+    if config.pointer_bits() != 64 {
+        return Err(CodegenError::PointerWidth {
+            bits: config.pointer_bits(),
+        });
+    }
+    Ok(())
 }
 
 /// The `entry` argument of a kernel function that runs every unit of the schedule in order,
@@ -82,11 +126,7 @@ fn translate_entries(
     config: TargetFrontendConfig,
     imports: &mut dyn Imports,
 ) -> Result<Function, CodegenError> {
-    if config.pointer_bits() != 64 {
-        return Err(CodegenError::PointerWidth {
-            bits: config.pointer_bits(),
-        });
-    }
+    check_pointer_width(config)?;
     for (index, stmt) in kernel.stmts.iter().enumerate() {
         check_stmt(kernel, index, stmt)?;
     }
@@ -101,106 +141,102 @@ fn translate_entries(
         check_stmt(kernel, *index, stmt)?;
     }
     let src_bytes = src_bytes(kernel);
-    let mut func = Function::with_name_signature(
-        UserFuncName::testcase(sanitize(&kernel.name)),
-        kernel_signature(config.default_call_conv),
-    );
-    let mut ctx = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let &[src, dst, which, start, end] = b.block_params(entry) else {
-        unreachable!("the kernel signature has five parameters");
-    };
-    // Each body's constants and imports are made at the top of its entry's block, which
-    // dominates all their uses: made in the function's entry block instead, they would be live
-    // across every other entry (and its calls), which costs the register allocator time.
-    let mut streams = false;
+    let name = UserFuncName::testcase(sanitize(&kernel.name));
+    let signature = kernel_signature(config.default_call_conv);
+    let (func, ()) = build_function(
+        name,
+        signature,
+        config,
+        |b, [src, dst, which, start, end]| {
+            // Each body's constants and imports are made at the top of its entry's block,
+            // which dominates all their uses: made in the function's entry block instead, they
+            // would be live across every other entry (and its calls), which costs the
+            // register allocator time.
+            let mut streams = false;
 
-    let count = units.len() + variants.len();
-    let blocks: Vec<_> = (0..count).map(|_| b.create_block()).collect();
-    let exit = b.create_block();
-    let dispatch = b.create_block();
-    let all = b.ins().icmp_imm_u(IntCC::Equal, which, RUN_ALL as i64);
-    match blocks.first() {
-        Some(&first) if !units.is_empty() => b.ins().brif(all, first, &[], dispatch, &[]),
-        // Nothing to run all of: `RUN_ALL` is out of the table's range.
-        _ => b.ins().jump(dispatch, &[]),
-    };
-    b.switch_to_block(dispatch);
-    let table: Vec<_> = blocks
-        .iter()
-        .map(|&block| b.func.dfg.block_call(block, &[]))
-        .collect();
-    let default = b.func.dfg.block_call(exit, &[]);
-    let jt = b
-        .func
-        .create_jump_table(cranelift_codegen::ir::JumpTableData::new(default, &table));
-    // `br_table` takes a 32-bit index: larger entries go to the default.
-    let small = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedLessThan, which, count as i64);
-    let in_table = b.create_block();
-    b.ins().brif(small, in_table, &[], exit, &[]);
-    b.switch_to_block(in_table);
-    let index32 = b.ins().ireduce(types::I32, which);
-    b.ins().br_table(index32, jt);
+            let count = units.len() + variants.len();
+            let blocks: Vec<_> = (0..count).map(|_| b.create_block()).collect();
+            let exit = b.create_block();
+            let dispatch = b.create_block();
+            let all = b.ins().icmp_imm_u(IntCC::Equal, which, RUN_ALL as i64);
+            match blocks.first() {
+                Some(&first) if !units.is_empty() => b.ins().brif(all, first, &[], dispatch, &[]),
+                // Nothing to run all of: `RUN_ALL` is out of the table's range.
+                _ => b.ins().jump(dispatch, &[]),
+            };
+            b.switch_to_block(dispatch);
+            let table: Vec<_> = blocks
+                .iter()
+                .map(|&block| b.func.dfg.block_call(block, &[]))
+                .collect();
+            let default = b.func.dfg.block_call(exit, &[]);
+            let jt = b
+                .func
+                .create_jump_table(cranelift_codegen::ir::JumpTableData::new(default, &table));
+            // `br_table` takes a 32-bit index: larger entries go to the default.
+            let small = b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedLessThan, which, count as i64);
+            let in_table = b.create_block();
+            b.ins().brif(small, in_table, &[], exit, &[]);
+            b.switch_to_block(in_table);
+            let index32 = b.ins().ireduce(types::I32, which);
+            b.ins().br_table(index32, jt);
 
-    for (k, &block) in blocks.iter().enumerate() {
-        b.switch_to_block(block);
-        let done = b.create_block();
-        let args = [src, dst, start, end];
-        match (units.get(k), variants.get(k.wrapping_sub(units.len()))) {
-            (Some(&Unit::Stmt(i)), _) => {
-                let (stmt, body) = prepare(&mut b, kernel, i, &kernel.stmts[i], config, imports)?;
-                streams |= body.streams();
-                emit_unit_stmt(&mut b, i, &stmt, &body, src_bytes, args, done)?
-            }
-            (Some(&Unit::Band(band)), _) => {
-                let mut prepared = Vec::with_capacity(band.len);
-                for i in band.members() {
-                    let (stmt, body) =
-                        prepare(&mut b, kernel, i, &kernel.stmts[i], config, imports)?;
-                    streams |= body.streams();
-                    prepared.push((i, stmt, body));
+            for (k, &block) in blocks.iter().enumerate() {
+                b.switch_to_block(block);
+                let done = b.create_block();
+                let args = [src, dst, start, end];
+                match (units.get(k), variants.get(k.wrapping_sub(units.len()))) {
+                    (Some(&Unit::Stmt(i)), _) => {
+                        let (stmt, body) =
+                            prepare(b, kernel, i, &kernel.stmts[i], config, imports)?;
+                        streams |= body.streams();
+                        emit_unit_stmt(b, i, &stmt, &body, src_bytes, args, done)?
+                    }
+                    (Some(&Unit::Band(band)), _) => {
+                        let mut prepared = Vec::with_capacity(band.len);
+                        for i in band.members() {
+                            let (stmt, body) =
+                                prepare(b, kernel, i, &kernel.stmts[i], config, imports)?;
+                            streams |= body.streams();
+                            prepared.push((i, stmt, body));
+                        }
+                        let members: Vec<_> = prepared
+                            .iter()
+                            .map(|(i, stmt, body)| (*i, &**stmt, body))
+                            .collect();
+                        emit_band(b, &members, src_bytes, args)?
+                    }
+                    (None, Some((i, stmt))) => {
+                        let (stmt, body) = prepare(b, kernel, *i, stmt, config, imports)?;
+                        streams |= body.streams();
+                        emit_unit_stmt(b, *i, &stmt, &body, src_bytes, args, done)?
+                    }
+                    (None, None) => unreachable!("one block per entry"),
                 }
-                let members: Vec<_> = prepared
-                    .iter()
-                    .map(|(i, stmt, body)| (*i, &**stmt, body))
-                    .collect();
-                emit_band(&mut b, &members, src_bytes, args)?
+                b.ins().jump(done, &[]);
+                b.switch_to_block(done);
+                // Run-all goes on to the next unit; the variants are never part of it.
+                match blocks.get(k + 1) {
+                    Some(&next) if k + 1 < units.len() => {
+                        b.ins().brif(all, next, &[], exit, &[]);
+                    }
+                    _ => {
+                        b.ins().jump(exit, &[]);
+                    }
+                }
             }
-            (None, Some((i, stmt))) => {
-                let (stmt, body) = prepare(&mut b, kernel, *i, stmt, config, imports)?;
-                streams |= body.streams();
-                emit_unit_stmt(&mut b, *i, &stmt, &body, src_bytes, args, done)?
+            b.switch_to_block(exit);
+            if streams {
+                // Streaming stores are weakly ordered: fence them before the caller (or the thread
+                // that joins this one) reads the destination.
+                let fence = imports.import(Helper::StoreFence, b.func)?;
+                b.ins().call(fence, &[]);
             }
-            (None, None) => unreachable!("one block per entry"),
-        }
-        b.ins().jump(done, &[]);
-        b.switch_to_block(done);
-        // Run-all goes on to the next unit; the variants are never part of it.
-        match blocks.get(k + 1) {
-            Some(&next) if k + 1 < units.len() => {
-                b.ins().brif(all, next, &[], exit, &[]);
-            }
-            _ => {
-                b.ins().jump(exit, &[]);
-            }
-        }
-    }
-    b.switch_to_block(exit);
-    if streams {
-        // Streaming stores are weakly ordered: fence them before the caller (or the thread
-        // that joins this one) reads the destination.
-        let fence = imports.import(Helper::StoreFence, b.func)?;
-        b.ins().call(fence, &[]);
-    }
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-    b.finalize(config);
+            Ok(())
+        },
+    )?;
     Ok(func)
 }
 
@@ -285,11 +321,7 @@ pub fn translate_stmt(
     config: TargetFrontendConfig,
     imports: &mut dyn Imports,
 ) -> Result<Function, CodegenError> {
-    if config.pointer_bits() != 64 {
-        return Err(CodegenError::PointerWidth {
-            bits: config.pointer_bits(),
-        });
-    }
+    check_pointer_width(config)?;
     let stmt = kernel
         .stmts
         .get(index)
@@ -300,46 +332,39 @@ pub fn translate_stmt(
         })?;
     check_stmt(kernel, index, stmt)?;
     let name = format!("{}_{index}", sanitize(&kernel.name));
-    let mut func = Function::with_name_signature(
+    let signature = stmt_signature(config.default_call_conv);
+    let (func, ()) = build_function(
         UserFuncName::testcase(name),
-        stmt_signature(config.default_call_conv),
-    );
-    let mut ctx = FunctionBuilderContext::new();
-    let mut b = FunctionBuilder::new(&mut func, &mut ctx);
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let &[src, dst, start, end] = b.block_params(entry) else {
-        unreachable!("the statement signature has four parameters");
-    };
-    let (stmt, body) = prepare(&mut b, kernel, index, stmt, config, imports)?;
-    let stmt: &LoopStmt = &stmt;
-    let exit = b.create_block();
-    // A nest with an empty loop has no points; its function does nothing.
-    if !stmt.loops.iter().any(|l| l.extent == 0) {
-        let src_bytes = src_bytes(kernel);
-        emit_range(
-            &mut b,
-            index,
-            stmt,
-            &body,
-            src_bytes,
-            [src, dst, start, end],
-            exit,
-        )?;
-        if body.streams() {
-            // Streaming stores are weakly ordered: fence them before the caller (or the
-            // thread that joins this one) reads the destination.
-            let fence = imports.import(Helper::StoreFence, b.func)?;
-            b.ins().call(fence, &[]);
-        }
-    }
-    b.ins().jump(exit, &[]);
-    b.switch_to_block(exit);
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-    b.finalize(config);
+        signature,
+        config,
+        |b, [src, dst, start, end]| {
+            let (stmt, body) = prepare(b, kernel, index, stmt, config, imports)?;
+            let stmt: &LoopStmt = &stmt;
+            let exit = b.create_block();
+            // A nest with an empty loop has no points; its function does nothing.
+            if !stmt.loops.iter().any(|l| l.extent == 0) {
+                let src_bytes = src_bytes(kernel);
+                emit_range(
+                    b,
+                    index,
+                    stmt,
+                    &body,
+                    src_bytes,
+                    [src, dst, start, end],
+                    exit,
+                )?;
+                if body.streams() {
+                    // Streaming stores are weakly ordered: fence them before the caller (or the
+                    // thread that joins this one) reads the destination.
+                    let fence = imports.import(Helper::StoreFence, b.func)?;
+                    b.ins().call(fence, &[]);
+                }
+            }
+            b.ins().jump(exit, &[]);
+            b.switch_to_block(exit);
+            Ok(())
+        },
+    )?;
     Ok(func)
 }
 

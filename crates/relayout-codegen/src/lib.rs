@@ -55,8 +55,8 @@ pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use describe::describe;
 pub use error::CodegenError;
 pub use function::{
-    kernel_signature, stmt_signature, translate_kernel, translate_kernel_fn, translate_stmt,
-    translate_variants_fn, RUN_ALL,
+    build_function, kernel_signature, stmt_signature, translate_kernel, translate_kernel_fn,
+    translate_stmt, translate_variants_fn, RUN_ALL,
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 

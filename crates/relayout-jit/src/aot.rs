@@ -31,11 +31,12 @@ use cranelift_codegen::ir::{
     types, AbiParam, FuncRef, Function, InstBuilder, Signature, UserFuncName, Value,
 };
 use cranelift_codegen::Context;
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
-use relayout_codegen::{stmt_signature, translate_stmt, Helper, ModuleImports};
+use relayout_codegen::{build_function, stmt_signature, translate_stmt, Helper, ModuleImports};
 use relayout_ir::{LoopKernel, TensorType, Unit};
+use std::convert::Infallible;
 
 /// A kernel compiled ahead of time: the object file's bytes and what its header says.
 #[derive(Clone, Debug)]
@@ -132,18 +133,9 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
     let whole_id = module
         .declare_function(symbol, Linkage::Export, &whole_sig)
         .map_err(|e| error(None, &e))?;
-    let mut func =
-        Function::with_name_signature(UserFuncName::user(0, whole_id.as_u32()), whole_sig);
-    {
-        let mut fctx = FunctionBuilderContext::new();
-        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
-        let refs = stmt_refs(&mut module, &stmt_ids, &mut b);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let &[src, dst] = b.block_params(entry) else {
-            unreachable!("two parameters")
-        };
+    let name = UserFuncName::user(0, whole_id.as_u32());
+    let Ok((func, ())) = build_function(name, whole_sig, config, |b, [src, dst]| {
+        let refs = stmt_refs(&mut module, &stmt_ids, b);
         for unit in &units {
             match unit {
                 Unit::Stmt(i) => {
@@ -157,31 +149,21 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
                     let zero = b.ins().iconst(types::I64, 0);
                     let end = b.ins().iconst(types::I64, extent as i64);
                     let members: Vec<FuncRef> = band.members().map(|m| refs[m]).collect();
-                    emit_band_loop(&mut b, &members, [src, dst, zero, end]);
+                    emit_band_loop(b, &members, [src, dst, zero, end]);
                 }
             }
         }
-        b.ins().return_(&[]);
-        b.seal_all_blocks();
-        b.finalize(config);
-    }
+        Ok::<_, Infallible>(())
+    });
     define(&mut module, whole_id, func).map_err(|e| error(None, &e))?;
 
     // NAME_range(src, dst, start, end): the outer loop's iterations [start, min(end, OUTER)).
     let range_id = module
         .declare_function(&format!("{symbol}_range"), Linkage::Export, &sig)
         .map_err(|e| error(None, &e))?;
-    let mut func = Function::with_name_signature(UserFuncName::user(0, range_id.as_u32()), sig);
-    let extent = {
-        let mut fctx = FunctionBuilderContext::new();
-        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
-        let refs = stmt_refs(&mut module, &stmt_ids, &mut b);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let &[src, dst, start, end] = b.block_params(entry) else {
-            unreachable!("four parameters")
-        };
+    let name = UserFuncName::user(0, range_id.as_u32());
+    let Ok((func, extent)) = build_function(name, sig, config, |b, [src, dst, start, end]| {
+        let refs = stmt_refs(&mut module, &stmt_ids, b);
         let extent = match &outer {
             Outer::Stmt(i, extent) => {
                 // The statement clamps `end` to its extent itself.
@@ -192,7 +174,7 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
                 let limit = b.ins().iconst(types::I64, *extent as i64);
                 let end = b.ins().umin(end, limit);
                 let members: Vec<FuncRef> = members.iter().map(|&m| refs[m]).collect();
-                emit_band_loop(&mut b, &members, [src, dst, start, end]);
+                emit_band_loop(b, &members, [src, dst, start, end]);
                 *extent
             }
             Outer::Whole => {
@@ -211,11 +193,8 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
                 1
             }
         };
-        b.ins().return_(&[]);
-        b.seal_all_blocks();
-        b.finalize(config);
-        extent
-    };
+        Ok::<_, Infallible>(extent)
+    });
     define(&mut module, range_id, func).map_err(|e| error(None, &e))?;
 
     // The helpers the statements import: the program gets them from librelayout_capi.

@@ -2,10 +2,10 @@
 //! on each spatial dim, blocks of `block` elements `dilation` apart, placed every `stride`
 //! elements over the image padded by `pad_begin` and `pad_end`.
 
-use crate::lowering::{konst, minus};
+use crate::lowering::{d, konst, konsts, linearize, minus, within};
 use crate::validate::{add, fail};
 use crate::{ErrorCategory, OpError};
-use relayout_ir::{AffineExpr, TensorType};
+use relayout_ir::{AffineExpr, Constraint, TensorType};
 
 /// A validated Col2Im or Im2Col: the image side `[n, channels, *image]`, the attributes per
 /// spatial dim (non-negative; blocks, dilations and strides at least 1), the number of block
@@ -36,6 +36,58 @@ impl BlockPlan {
             pad_end: &self.pad_end,
         }
     }
+
+    /// The one statement both ops lower to, without its action (Col2Im accumulates the
+    /// columns into the image, Im2Col copies the image into the columns); see [`BlockMaps`].
+    pub fn maps(&self, op: &str) -> Result<BlockMaps, OpError> {
+        let m = self.image.len();
+        let block = konsts(op, &self.block)?;
+        let blocks = konsts(op, &self.blocks)?;
+        let (kdim, ldim) = (|i: usize| 2 + i, |i: usize| 2 + m + i);
+
+        let mut channel_extents = vec![konst(op, self.channels)?];
+        channel_extents.extend_from_slice(&block);
+        let channel_terms = (0..=m).map(|i| d(1 + i)).collect();
+        let columns = vec![
+            d(0),
+            linearize(op, channel_terms, &channel_extents)?,
+            linearize(op, (0..m).map(|i| d(ldim(i))).collect(), &blocks)?,
+        ];
+
+        let mut image = vec![d(0), d(1)];
+        let mut guard = Vec::new();
+        for i in 0..m {
+            let e = self.geometry().position(op, i, d(ldim(i)), d(kdim(i)))?;
+            if self.pad_begin[i] != 0 || self.pad_end[i] != 0 {
+                guard.push(within(e.clone(), 0, konst(op, self.image[i])?));
+            }
+            image.push(e);
+        }
+
+        let mut space = vec![self.n, self.channels];
+        space.extend_from_slice(&self.block);
+        space.extend_from_slice(&self.blocks);
+        Ok(BlockMaps {
+            space,
+            columns,
+            image,
+            guard,
+        })
+    }
+}
+
+/// The statement of a Col2Im or Im2Col over the points `(n, c, k_1..k_m, l_1..l_m)`: `k` the
+/// offset in the block, `l` the block's position (both row-major multi-indices).
+pub(crate) struct BlockMaps {
+    /// The extents of the points: `[n, channels, *block, *blocks]`.
+    pub space: Vec<u64>,
+    /// The index in the columns: `[n, c * prod(block) + linear(k), linear(l)]`.
+    pub columns: Vec<AffineExpr>,
+    /// The index in the image: `[n, c, l_i * stride_i - pad_begin_i + k_i * dilation_i ...]`
+    /// (its dim `2 + i` is the position on spatial dim `i`).
+    pub image: Vec<AffineExpr>,
+    /// `0 <= position_i < image_i` on each padded spatial dim `i`, in order.
+    pub guard: Vec<Constraint>,
 }
 
 /// The validated attributes of one op, per spatial dim (all non-negative; blocks, dilations

@@ -4,8 +4,8 @@
 //! image `[N, C, *image_shape]`, dropping those that land in the padding. Channels are major
 //! and kernel positions minor in dim 1; blocks are enumerated in row-major order in dim 2.
 
-use crate::blocks::{BlockGeometry, BlockPlan};
-use crate::lowering::{d, domain, fill_all, konst, konsts, linearize, within};
+use crate::blocks::{BlockGeometry, BlockMaps, BlockPlan};
+use crate::lowering::{domain, fill_all};
 use crate::validate::{check_tensor, fail, list, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
@@ -169,33 +169,12 @@ pub(crate) fn plan_col2im(a: &Col2ImAttrs, ty: &TensorType) -> Result<Col2ImPlan
 /// `[n, c, l_i * stride_i - pad_begin_i + k_i * dilation_i ...]`, and each padded dim is
 /// guarded by `0 <= <that same expression> < image_i` so the verifier can match the two.
 pub(crate) fn lower_col2im(plan: &Col2ImPlan, ty: &TensorType) -> Result<Kernel, OpError> {
-    let m = plan.image.len();
-    let block = konsts(OP, &plan.block)?;
-    let blocks = konsts(OP, &plan.blocks)?;
-    let (kdim, ldim) = (|i: usize| 2 + i, |i: usize| 2 + m + i);
-
-    let mut channel_extents = vec![konst(OP, plan.channels)?];
-    channel_extents.extend_from_slice(&block);
-    let channel_terms = (0..=m).map(|i| d(1 + i)).collect();
-    let src = vec![
-        d(0),
-        linearize(OP, channel_terms, &channel_extents)?,
-        linearize(OP, (0..m).map(|i| d(ldim(i))).collect(), &blocks)?,
-    ];
-
-    let mut dst = vec![d(0), d(1)];
-    let mut guard = Vec::new();
-    for i in 0..m {
-        let e = plan.geometry().position(OP, i, d(ldim(i)), d(kdim(i)))?;
-        if plan.pad_begin[i] != 0 || plan.pad_end[i] != 0 {
-            guard.push(within(e.clone(), 0, konst(OP, plan.image[i])?));
-        }
-        dst.push(e);
-    }
-
-    let mut space = vec![plan.n, plan.channels];
-    space.extend_from_slice(&plan.block);
-    space.extend_from_slice(&plan.blocks);
+    let BlockMaps {
+        space,
+        columns: src,
+        image: dst,
+        guard,
+    } = plan.maps(OP)?;
     let out = &plan.output_type.shape;
     Ok(Kernel {
         name: "col2im".into(),

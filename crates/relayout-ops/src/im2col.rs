@@ -4,8 +4,8 @@
 //! where that position is in the padding. `K = prod(block_shape)`, `L` the number of block
 //! positions; `q` and `l` are row-major multi-indices.
 
-use crate::blocks::{BlockGeometry, BlockPlan};
-use crate::lowering::{d, domain, konst, konsts, linearize, within};
+use crate::blocks::{BlockGeometry, BlockMaps, BlockPlan};
+use crate::lowering::{domain, konst, within};
 use crate::validate::{check_tensor, fail, list, mul, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
@@ -121,30 +121,17 @@ pub(crate) fn plan_im2col(a: &Im2ColAttrs, ty: &TensorType) -> Result<Im2ColPlan
 /// output element is written once (twice where two axes are in their padding) and the passes
 /// can split the fills into boxes like the copy.
 pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel, OpError> {
-    let m = plan.image.len();
-    let block = konsts(OP, &plan.block)?;
-    let blocks = konsts(OP, &plan.blocks)?;
-    let (qdim, ldim) = (|i: usize| 2 + i, |i: usize| 2 + m + i);
-
-    let mut row_extents = vec![konst(OP, plan.channels)?];
-    row_extents.extend_from_slice(&block);
-    let dst = vec![
-        d(0),
-        linearize(OP, (0..=m).map(|i| d(1 + i)).collect(), &row_extents)?,
-        linearize(OP, (0..m).map(|i| d(ldim(i))).collect(), &blocks)?,
-    ];
-    let mut src = vec![d(0), d(1)];
-    let mut guard = Vec::new();
-    let mut space = vec![plan.n, plan.channels];
-    space.extend_from_slice(&plan.block);
-    space.extend_from_slice(&plan.blocks);
+    let BlockMaps {
+        space,
+        columns: dst,
+        image: src,
+        guard,
+    } = plan.maps(OP)?;
     let mut stmts = Vec::new();
-    for i in 0..m {
-        let e = plan.geometry().position(OP, i, d(ldim(i)), d(qdim(i)))?;
+    for (i, e) in src[2..].iter().enumerate() {
         let (begin, end) = (konst(OP, plan.pad_begin[i])?, konst(OP, plan.pad_end[i])?);
         let image = konst(OP, plan.image[i])?;
         if begin != 0 || end != 0 {
-            guard.push(within(e.clone(), 0, image));
             // The zeros: the points whose position on this axis is in the padding before
             // or after the image (a point in the padding of two axes is zeroed twice).
             for (lo, hi) in [(-begin, 0), (image, image + end)] {
@@ -158,7 +145,6 @@ pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel,
                 }
             }
         }
-        src.push(e);
     }
     stmts.push(Stmt {
         domain: domain(&space),
