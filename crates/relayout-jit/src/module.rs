@@ -658,6 +658,20 @@ impl JitCode {
         Ok(())
     }
 
+    /// The most bytes one unit of the schedule moves (a band: all its members).
+    pub(crate) fn max_unit_work(&self) -> u64 {
+        self.units
+            .iter()
+            .map(|unit| match unit {
+                Unit::Stmt(i) => self.stmts[*i].work,
+                Unit::Band(band) => self.stmts[band.members()]
+                    .iter()
+                    .fold(0u64, |w, m| w.saturating_add(m.work)),
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// How unit `k` is cut: a statement alone into `parts(work, extent)` pieces when its outer
     /// iterations write disjoint bytes, through its wide variant when that gives more pieces;
     /// a band (whose iterations the verifier proved disjoint) over its shared outer loop.
