@@ -326,6 +326,14 @@ mod tests {
         }
     }
 
+    /// The loop extents of every statement of `k`.
+    fn extents(k: &LoopKernel) -> Vec<Vec<u64>> {
+        k.stmts
+            .iter()
+            .map(|s| s.loops.iter().map(|l| l.extent).collect())
+            .collect()
+    }
+
     fn same_result(kernel: &LoopKernel, tiled: &LoopKernel) {
         verify_loop_kernel(tiled).unwrap();
         let n = kernel.src.size_bytes().unwrap() as usize;
@@ -393,12 +401,7 @@ mod tests {
         let kernel = transpose(96, 49, 4);
         let tiled = TileTransposes.run_loops(&kernel).unwrap();
         assert_eq!(tiled.stmts.len(), 2);
-        let extents: Vec<Vec<u64>> = tiled
-            .stmts
-            .iter()
-            .map(|s| s.loops.iter().map(|l| l.extent).collect())
-            .collect();
-        assert_eq!(extents, [vec![12, 4, 96], vec![96]]);
+        assert_eq!(extents(&tiled), [vec![12, 4, 96], vec![96]]);
         assert_eq!(tiled.stmts[1].src_offset, 48 * 4);
         assert_eq!(tiled.stmts[1].dst_offset, 48 * 96 * 4);
         same_result(&kernel, &tiled);
@@ -412,24 +415,15 @@ mod tests {
         }
         // A large plane whose extents are not multiples of the cache block: 4096 of 4100
         // columns in cache blocks (256 destination rows, groups of 16 source rows), the last
-        // 4 as one block of 4; 200 source rows, 192 in groups of 16, 8 strip-mined.
+        // 4 as one block of 4.
         let kernel = transpose(80, 4100, 4);
         let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        let extents: Vec<Vec<u64>> = tiled
-            .stmts
-            .iter()
-            .map(|s| s.loops.iter().map(|l| l.extent).collect())
-            .collect();
-        assert_eq!(extents, [vec![16, 5, 64, 4, 16], vec![4, 80]]);
+        assert_eq!(extents(&tiled), [vec![16, 5, 64, 4, 16], vec![4, 80]]);
         same_result(&kernel, &tiled);
+        // 200 source rows: 192 in groups of 16, the last 8 strip-mined.
         let kernel = transpose(200, 1024, 4);
         let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        let extents: Vec<Vec<u64>> = tiled
-            .stmts
-            .iter()
-            .map(|s| s.loops.iter().map(|l| l.extent).collect())
-            .collect();
-        assert_eq!(extents, [vec![4, 12, 64, 4, 16], vec![256, 4, 8]]);
+        assert_eq!(extents(&tiled), [vec![4, 12, 64, 4, 16], vec![256, 4, 8]]);
         same_result(&kernel, &tiled);
         // Fewer iterations than a block, or a byte transpose whose lane loop is shorter than
         // 16: left alone.
