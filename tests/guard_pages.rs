@@ -243,6 +243,8 @@ fn medium_shapes_split_over_threads() {
         "Transpose {perm = [0, 2, 1]} : tensor<16x200x96xf16>",
         // 7x7 maps: 48 positions in register blocks, the 49th a statement of its own.
         "Transpose {perm = [0, 2, 3, 1]} : tensor<8x512x7x7xf32>",
+        // Blocks of 64 channels (the source loop of 48 positions is too short for row blocks).
+        "Transpose {perm = [0, 2, 3, 1]} : tensor<2x2048x7x7xf32>",
         // A large plane cut into cache blocks and strip-mined edges on both loops.
         "Transpose {perm = [1, 0]} : tensor<300x1100xf32>",
         "Tile {repeats = [4, 1, 1]} : tensor<1x256x768xf32>",
