@@ -108,7 +108,9 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         // A part whose lane loop was cut down to one iteration (and removed).
         return vec![s.clone()];
     }
-    // Bytes and 16-bit elements move only as square blocks (see [`tile`]).
+    // Elements of one or two bytes move only as whole square blocks (16x16 bytes, 8x8 16-bit
+    // elements), which need as many lane iterations as rows; a shorter lane loop (a 4-way
+    // interleave) is the shuffle planner's own case, better left unsplit.
     let square = f <= 4 || x.extent >= f;
     let Some(j) = s.loops[..last]
         .iter()
@@ -118,6 +120,10 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         return vec![s.clone()];
     };
     let l = s.loops[j];
+    // A plane large enough for cache blocks: the source loop right outside the lane loop.
+    let large = j + 1 == last
+        && x.extent > MIN_BLOCK
+        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE;
     let parts = |k: usize, at: u64| -> Option<Vec<LoopStmt>> {
         let (first, rest) = cut(s, k, at)?;
         let mut parts = tile_or_split(&first, f);
@@ -126,10 +132,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
     };
     let cuts = if !l.extent.is_multiple_of(f) {
         parts(j, l.extent - l.extent % f)
-    } else if j + 1 == last
-        && x.extent > MIN_BLOCK
-        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE
-    {
+    } else if large {
         let r = LINE / s.bytes;
         if !x.extent.is_multiple_of(r) {
             parts(last, x.extent - x.extent % r)
@@ -146,7 +149,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
     } else {
         None
     };
-    cuts.unwrap_or_else(|| vec![tile(s, f)])
+    cuts.unwrap_or_else(|| vec![tile(s, f, j, large)])
 }
 
 /// `s` cut at iteration `at` (0 < `at` < extent) of loop `k`: the first `at` iterations, and
@@ -170,23 +173,15 @@ fn cut(s: &LoopStmt, k: usize, at: u64) -> Option<(LoopStmt, LoopStmt)> {
     Some((first, rest))
 }
 
-/// [`tile_stmt`] for a statement whose innermost loop is destination-contiguous, with factor
-/// `f`.
-fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
-    let run = s.bytes as i64;
+/// [`tile_or_split`]'s statement without cuts: loop `j` (source-contiguous, more than `f`
+/// iterations) strip-mined by `f` beside the destination-contiguous innermost loop, and, in a
+/// `large` plane (see [`tile_or_split`]), cache-blocked. Unchanged when `j`'s extent is not a
+/// multiple of `f` (a cut that would have overflowed).
+fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
     let last = s.loops.len() - 1;
-    let Some(j) = s.loops[..last]
-        .iter()
-        .position(|l| l.src_stride == run && l.extent > f && l.extent % f == 0)
-    else {
-        return s.clone();
-    };
     let l = s.loops[j];
     let x = s.loops[last];
-    // Elements of one or two bytes move only as whole square blocks (16x16 bytes, 8x8 16-bit
-    // elements), which need as many lane iterations as rows; a shorter lane loop (a 4-way
-    // interleave) is the shuffle planner's own case, better left unsplit.
-    if f > 4 && x.extent < f {
+    if !l.extent.is_multiple_of(f) {
         return s.clone();
     }
     let inner = Loop { extent: f, ..l };
@@ -194,10 +189,7 @@ fn tile(s: &LoopStmt, f: u64) -> LoopStmt {
     // `bl` destination rows (see [`block_rows`]), inside which the lane loop is cut into
     // groups of `r` source rows, one destination cache line (see the module documentation).
     let r = LINE / s.bytes;
-    let blocked = j + 1 == last
-        && x.extent > MIN_BLOCK
-        && x.extent.is_multiple_of(r)
-        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE;
+    let blocked = large && x.extent.is_multiple_of(r);
     let cache_blocks = |bl: u64| {
         Some(vec![
             scaled(l, l.extent / bl, bl)?,
