@@ -184,14 +184,7 @@ fn block(
     src_bytes: u64,
 ) -> Option<(Plan, u64)> {
     let lx = &stmt.loops[x];
-    let lf = f.map_or(
-        Loop {
-            extent: 1,
-            src_stride: 0,
-            dst_stride: 0,
-        },
-        |f| stmt.loops[f],
-    );
+    let lf = factor_loop(stmt, f);
     let mut src = Vec::new();
     let mut dst = Vec::new();
     for t in 0..tile as i64 {
@@ -230,6 +223,18 @@ fn block(
         }
     }
     best
+}
+
+/// The factor loop `f` of `stmt`, or without one a loop of a single iteration.
+fn factor_loop(stmt: &LoopStmt, f: Option<usize>) -> Loop {
+    f.map_or(
+        Loop {
+            extent: 1,
+            src_stride: 0,
+            dst_stride: 0,
+        },
+        |f| stmt.loops[f],
+    )
 }
 
 /// The block whose bytes `src` and `dst` (offsets from the block's addresses, in the same
@@ -689,14 +694,7 @@ impl Emitter<'_> {
             .map(|(_, l)| *l)
             .collect();
         let lx = stmt.loops[plan.x];
-        let lf = plan.f.map_or(
-            Loop {
-                extent: 1,
-                src_stride: 0,
-                dst_stride: 0,
-            },
-            |f| stmt.loops[f],
-        );
+        let lf = factor_loop(stmt, plan.f);
         // The scalar runs of one X iteration: all of F.
         let mut leftover = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
             for j in 0..lf.extent as i64 {
