@@ -65,7 +65,20 @@ impl CompiledKernel {
         threads: usize,
     ) -> Result<(), RunError> {
         self.check_element::<T>()?;
-        if !self.may_split(threads) {
+        self.threaded(src, dst, threads)
+    }
+
+    /// The threaded run of [`run_threaded`](Self::run_threaded) and
+    /// [`run_threaded_typed`](Self::run_threaded_typed). When even the unit that moves the
+    /// most bytes is too small for two pieces, it is the single-threaded run, without working
+    /// out each unit's cut (about 80 ns a call, more than a small kernel's whole run).
+    fn threaded<S: Element, D: Element>(
+        &self,
+        src: &[S],
+        dst: &mut [D],
+        threads: usize,
+    ) -> Result<(), RunError> {
+        if threads::pieces(threads, self.code.max_unit_work(), u64::MAX) <= 1 {
             return self.code.run_whole(src, dst);
         }
         self.code.run(
@@ -74,14 +87,6 @@ impl CompiledKernel {
             &|work, extent| threads::pieces(threads, work, extent),
             &mut |_| (),
         )
-    }
-
-    /// Whether a run on `threads` threads could cut any unit: not when even the unit that
-    /// moves the most bytes is too small for two pieces. Then the run is the single-threaded
-    /// one, without working out each unit's cut (about 80 ns a call, more than a small
-    /// kernel's whole run).
-    fn may_split(&self, threads: usize) -> bool {
-        threads::pieces(threads, self.code.max_unit_work(), u64::MAX) > 1
     }
 
     /// `T` must have the size of the kernel's element type.
@@ -107,15 +112,7 @@ impl CompiledKernel {
     /// too short for the threads, the statement (or band) runs with its two outer loops
     /// swapped or collapsed into one, when their iterations write disjoint bytes.
     pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), RunError> {
-        if !self.may_split(threads) {
-            return self.code.run_whole(src, dst);
-        }
-        self.code.run(
-            src,
-            dst,
-            &|work, extent| threads::pieces(threads, work, extent),
-            &mut |_| (),
-        )
+        self.threaded(src, dst, threads)
     }
 
     /// [`run_threaded`](Self::run_threaded) with the cut chosen by `split`, reporting how many

@@ -658,16 +658,21 @@ impl JitCode {
         Ok(())
     }
 
-    /// The most bytes one unit of the schedule moves (a band: all its members).
+    /// The bytes a unit of the schedule moves (a band: all its members), saturating.
+    fn unit_work(&self, unit: Unit) -> u64 {
+        match unit {
+            Unit::Stmt(i) => self.stmts[i].work,
+            Unit::Band(band) => self.stmts[band.members()]
+                .iter()
+                .fold(0u64, |w, m| w.saturating_add(m.work)),
+        }
+    }
+
+    /// The most bytes one unit of the schedule moves.
     pub(crate) fn max_unit_work(&self) -> u64 {
         self.units
             .iter()
-            .map(|unit| match unit {
-                Unit::Stmt(i) => self.stmts[*i].work,
-                Unit::Band(band) => self.stmts[band.members()]
-                    .iter()
-                    .fold(0u64, |w, m| w.saturating_add(m.work)),
-            })
+            .map(|&unit| self.unit_work(unit))
             .max()
             .unwrap_or(0)
     }
@@ -714,7 +719,7 @@ impl JitCode {
             Unit::Band(band) => {
                 let members = &self.stmts[band.members()];
                 let extent = members[0].extent;
-                let work = members.iter().fold(0u64, |w, m| w.saturating_add(m.work));
+                let work = self.unit_work(unit);
                 let own = Cut {
                     whole,
                     func: self.main.entry,
