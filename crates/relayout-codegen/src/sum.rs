@@ -32,7 +32,7 @@ pub(crate) const MAX_TERMS: u64 = relayout_ir::MAX_SUM_TERMS;
 /// Vectors summed side by side (one accumulator register each).
 const GROUP: u64 = 4;
 /// Runs of up to this many groups are summed straight-line; longer ones by a loop.
-const INLINE_GROUPS: u64 = 4;
+const INLINE_GROUPS: u64 = 1;
 /// f16/bf16 runs of up to this many elements are summed straight-line.
 const INLINE_ELEMENTS: u64 = 4;
 

@@ -113,23 +113,33 @@ impl VerifyError {
 pub fn verify_kernel(kernel: &Kernel) -> Result<(), VerifyError> {
     let mut diags = Diagnostics::default();
     check_kernel_types(&kernel.name, &kernel.src, &kernel.dst, &mut diags);
-    let mut printed = Vec::with_capacity(kernel.stmts.len());
+    let mut printable = Vec::with_capacity(kernel.stmts.len());
     for (i, stmt) in kernel.stmts.iter().enumerate() {
         diags.stmt = Some(i);
-        let printable = verify_stmt(kernel, stmt, &mut diags);
-        printed.push(if printable {
-            stmt.to_string()
-        } else {
-            format!("<statement {i}: an expression is too deep to print>")
-        });
+        printable.push(verify_stmt(kernel, stmt, &mut diags));
     }
-    let empty = Kernel {
-        name: kernel.name.clone(),
-        src: kernel.src.clone(),
-        dst: kernel.dst.clone(),
-        stmts: Vec::new(),
-    };
-    diags.finish(&empty.to_string(), &printed)
+    diags.finish(|| {
+        let empty = Kernel {
+            name: kernel.name.clone(),
+            src: kernel.src.clone(),
+            dst: kernel.dst.clone(),
+            stmts: Vec::new(),
+        };
+        let printed = kernel
+            .stmts
+            .iter()
+            .zip(&printable)
+            .enumerate()
+            .map(|(i, (stmt, &printable))| {
+                if printable {
+                    stmt.to_string()
+                } else {
+                    format!("<statement {i}: an expression is too deep to print>")
+                }
+            })
+            .collect();
+        (empty.to_string(), printed)
+    })
 }
 
 /// Verifies a loop kernel; see the module documentation for the checks.
@@ -142,15 +152,17 @@ pub fn verify_loop_kernel(kernel: &LoopKernel) -> Result<(), VerifyError> {
     }
     diags.stmt = None;
     verify_bands(kernel, &mut diags);
-    let empty = LoopKernel {
-        name: kernel.name.clone(),
-        src: kernel.src.clone(),
-        dst: kernel.dst.clone(),
-        stmts: Vec::new(),
-        bands: Vec::new(),
-    };
-    let printed: Vec<String> = kernel.stmts.iter().map(|s| s.to_string()).collect();
-    diags.finish(&empty.to_string(), &printed)
+    diags.finish(|| {
+        let empty = LoopKernel {
+            name: kernel.name.clone(),
+            src: kernel.src.clone(),
+            dst: kernel.dst.clone(),
+            stmts: Vec::new(),
+            bands: Vec::new(),
+        };
+        let printed = kernel.stmts.iter().map(|s| s.to_string()).collect();
+        (empty.to_string(), printed)
+    })
 }
 
 /// The `bands` check (see the module documentation).
@@ -214,13 +226,15 @@ impl Diagnostics {
         });
     }
 
-    /// `Ok` when nothing failed, else the report. `empty_kernel` is the kernel printed without
-    /// statements (its header line and `}`); `stmts` the printed statements.
-    fn finish(self, empty_kernel: &str, stmts: &[String]) -> Result<(), VerifyError> {
+    /// `Ok` when nothing failed, else the report. `texts` gives the kernel printed without
+    /// statements (its header line and `}`) and the printed statements; it is called only
+    /// for a report, since printing a kernel costs more than verifying it.
+    fn finish(self, texts: impl FnOnce() -> (String, Vec<String>)) -> Result<(), VerifyError> {
         if self.list.is_empty() {
             return Ok(());
         }
-        let message = annotate(empty_kernel, stmts, &self.list);
+        let (empty_kernel, stmts) = texts();
+        let message = annotate(&empty_kernel, &stmts, &self.list);
         Err(VerifyError {
             message,
             diagnostics: self.list,
@@ -350,18 +364,39 @@ fn depth_exceeds(e: &AffineExpr, max: usize) -> bool {
     false
 }
 
-/// Every expression of the statement, with a description for messages (`source index 1`).
-fn labelled_exprs<'a>(stmt: &'a Stmt, accesses: &[Access<'a>]) -> Vec<(String, &'a AffineExpr)> {
-    let mut out = Vec::new();
-    for a in accesses {
-        for (j, e) in a.map.iter().enumerate() {
-            out.push((format!("{} index {j}", a.what), e));
+/// Where an expression sits in its statement, for messages (`source index 1`); printed only
+/// when a message is made.
+enum Label<'a> {
+    Index(&'a str, usize),
+    Guard(usize),
+}
+
+impl fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Label::Index(what, j) => write!(f, "{what} index {j}"),
+            Label::Guard(j) => write!(f, "guard constraint {j}"),
         }
     }
-    for (j, c) in stmt.guard.iter().enumerate() {
-        out.push((format!("guard constraint {j}"), &c.expr));
-    }
-    out
+}
+
+/// Every expression of the statement, with where it sits.
+fn labelled_exprs<'a>(
+    stmt: &'a Stmt,
+    accesses: &'a [Access<'a>],
+) -> impl Iterator<Item = (Label<'a>, &'a AffineExpr)> + 'a {
+    let maps = accesses.iter().flat_map(|a| {
+        a.map
+            .iter()
+            .enumerate()
+            .map(move |(j, e)| (Label::Index(a.what, j), e))
+    });
+    let guards = stmt
+        .guard
+        .iter()
+        .enumerate()
+        .map(|(j, c)| (Label::Guard(j), &c.expr));
+    maps.chain(guards)
 }
 
 fn check_depth(stmt: &Stmt, accesses: &[Access<'_>], diags: &mut Diagnostics) -> bool {
