@@ -349,7 +349,7 @@ fn streaming_stores_in_guarded_buffers() {
         let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
         let clif = relayout::clif_text(&stages.loops).unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            clif.contains("relayout_stream_copy") && clif.contains("relayout_store_fence"),
+            clif.contains("relayout_stream_copy_nest") && clif.contains("relayout_store_fence"),
             "{spec} does not stream:\n{}",
             stages.loops
         );

@@ -24,8 +24,8 @@
  *   NULL for `error` is allowed and discards the error.
  * - No function lets a panic (a bug in relayout) escape: it becomes an error.
  *
- * The library also exports relayout_f16_add, relayout_bf16_add, relayout_stream_copy,
- * relayout_stream_zero and relayout_store_fence: not for programs to call, but for object
+ * The library also exports relayout_f16_add, relayout_bf16_add, relayout_stream_copy_nest,
+ * relayout_stream_zero_nest and relayout_store_fence: not for programs to call, but for object
  * files written by `relayout aot` whose header says they need librelayout_capi.
  *
  * A NULL pointer argument is allowed where the comment says so; elsewhere it is reported as

@@ -22,33 +22,40 @@ pub extern "C" fn relayout_bf16_add(acc: u32, x: u32) -> u32 {
     runtime::relayout_bf16_add(acc, x)
 }
 
-/// Copies `count` runs of `len` bytes with streaming stores.
+/// Copies a run of `len` bytes with streaming stores at every point of a nest of `depth`
+/// loops.
 ///
 /// # Safety
-/// As `relayout_jit::runtime::relayout_stream_copy`: every run is valid for reads at the
-/// source and writes at the destination, and they do not overlap. Generated code guarantees
-/// it for a verified kernel on buffers of the right sizes.
+/// As `relayout_jit::runtime::relayout_stream_copy_nest`: `loops` points to `depth` loops,
+/// every run is valid for reads at the source and writes at the destination, and they do
+/// not overlap. Generated code guarantees it for a verified kernel on buffers of the right
+/// sizes.
 #[no_mangle]
-pub unsafe extern "C" fn relayout_stream_copy(
+pub unsafe extern "C" fn relayout_stream_copy_nest(
     dst: *mut u8,
     src: *const u8,
     len: u64,
-    count: u64,
-    dst_stride: i64,
-    src_stride: i64,
+    loops: *const runtime::StreamLoop,
+    depth: u64,
 ) {
     // SAFETY: forwarded from the caller.
-    unsafe { runtime::relayout_stream_copy(dst, src, len, count, dst_stride, src_stride) }
+    unsafe { runtime::relayout_stream_copy_nest(dst, src, len, loops, depth) }
 }
 
-/// Zeroes `count` runs of `len` bytes with streaming stores.
+/// Zeroes a run of `len` bytes with streaming stores at every point of a nest of `depth`
+/// loops.
 ///
 /// # Safety
-/// Every run is valid for writes.
+/// `loops` points to `depth` loops, and every run is valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn relayout_stream_zero(dst: *mut u8, len: u64, count: u64, dst_stride: i64) {
+pub unsafe extern "C" fn relayout_stream_zero_nest(
+    dst: *mut u8,
+    len: u64,
+    loops: *const runtime::StreamLoop,
+    depth: u64,
+) {
     // SAFETY: forwarded from the caller.
-    unsafe { runtime::relayout_stream_zero(dst, len, count, dst_stride) }
+    unsafe { runtime::relayout_stream_zero_nest(dst, len, loops, depth) }
 }
 
 /// Orders the streaming stores made so far before any later store.

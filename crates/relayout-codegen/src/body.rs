@@ -9,7 +9,7 @@ use crate::{CodegenError, Helper, Imports};
 
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
-use relayout_ir::{DType, LoopAction};
+use relayout_ir::{DType, Loop, LoopAction};
 
 pub(crate) struct Body {
     op: Op,
@@ -111,19 +111,20 @@ impl Body {
         }
     }
 
-    /// Emits `count` runs stepping by the loop's strides with one call, when the body
-    /// streams (see [`Body::streams`]); `false` (and nothing emitted) otherwise.
-    pub fn emit_stream_rows(
+    /// Emits the runs of the nest `loops` (the outermost running `count` times) with one
+    /// call, when the body streams (see [`Body::streams`]); `false` (and nothing emitted)
+    /// otherwise.
+    pub fn emit_stream_nest(
         &self,
         b: &mut FunctionBuilder,
+        loops: &[Loop],
         count: Count,
-        steps: (i64, i64),
         src: Addr,
         dst: Addr,
     ) -> bool {
         match self.op {
             Op::Move(mover @ (Mover::StreamCopy(_) | Mover::StreamZero(_))) => {
-                copy::emit_stream_rows(b, mover, self.bytes, count, steps, src, dst);
+                copy::emit_stream_nest(b, mover, self.bytes, loops, count, src, dst);
                 true
             }
             _ => false,

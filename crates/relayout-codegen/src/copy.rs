@@ -10,8 +10,9 @@
 //!   what CLIF cannot express (non-temporal stores, 256-bit vectors, `rep movsb`).
 //!
 //! A streaming mover ([`Mover::StreamCopy`], [`Mover::StreamZero`], chosen per kernel by
-//! [`streams`]) instead calls a helper that writes with non-temporal stores for every run of
-//! at least [`STREAM_MIN_RUN`] bytes.
+//! [`streams`]) instead calls a helper that writes with non-temporal stores, for runs of at
+//! least [`STREAM_MIN_RUN`] bytes; one call moves the runs of a statement's whole loop nest
+//! ([`emit_stream_nest`]).
 //!
 //! Overlapping moves write some destination bytes twice with the same value, which is only
 //! correct because copy and fill never read the destination and the source and destination
@@ -20,10 +21,12 @@
 use crate::loops::{counted_loop, Count};
 use crate::mem::{load, move_type, store, Addr};
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, ConstantData, FuncRef, InstBuilder, Value};
+use cranelift_codegen::ir::{
+    types, ConstantData, FuncRef, InstBuilder, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
-use relayout_ir::{DType, Scalar};
+use relayout_ir::{DType, Loop, Scalar};
 
 /// Longest run moved by straight-line vector moves.
 pub(crate) const INLINE_MAX: u64 = 128;
@@ -160,56 +163,68 @@ impl Mover {
                 b.call_memset(cfg, d, byte, size);
             }
             Mover::StreamCopy(_) | Mover::StreamZero(_) => {
-                let one = b.ins().iconst(types::I64, 1);
-                self.call_rows(b, size, one, (0, 0), src, dst);
+                emit_stream_nest(b, self, bytes, &[], Count::Const(1), src, dst);
             }
-        }
-    }
-
-    /// For a streaming mover: one helper call that moves `count` runs of `size` bytes,
-    /// stepping by `src_step` and `dst_step` bytes.
-    fn call_rows(
-        self,
-        b: &mut FunctionBuilder,
-        size: Value,
-        count: Value,
-        (src_step, dst_step): (i64, i64),
-        src: Addr,
-        dst: Addr,
-    ) {
-        let d = dst.value(b, 0);
-        let dst_step = b.ins().iconst(types::I64, dst_step);
-        match self {
-            Mover::StreamCopy(f) => {
-                let s = src.value(b, 0);
-                let src_step = b.ins().iconst(types::I64, src_step);
-                b.ins().call(f, &[d, s, size, count, dst_step, src_step]);
-            }
-            Mover::StreamZero(f) => {
-                b.ins().call(f, &[d, size, count, dst_step]);
-            }
-            Mover::Copy | Mover::Fill { .. } => unreachable!("only streaming movers call rows"),
         }
     }
 }
 
-/// For a streaming mover: `count` runs of `bytes` bytes (an innermost loop), in one helper
-/// call.
-pub(crate) fn emit_stream_rows(
+/// For a streaming mover: the run of `bytes` bytes at every point of `loops` (outermost
+/// first, the outermost running `count` times; one run without loops), in one helper call.
+/// The nest is written to a stack slot as the helper reads it: per loop, the count and the
+/// destination and source strides, three 8-byte words.
+pub(crate) fn emit_stream_nest(
     b: &mut FunctionBuilder,
     mover: Mover,
     bytes: u64,
+    loops: &[Loop],
     count: Count,
-    steps: (i64, i64),
     src: Addr,
     dst: Addr,
 ) {
-    let size = b.ins().iconst(types::I64, bytes as i64);
-    let count = match count {
-        Count::Const(n) => b.ins().iconst(types::I64, n as i64),
-        Count::Dyn(n) => n,
+    let ptr = b.func.dfg.value_type(dst.base);
+    let depth = b.ins().iconst(types::I64, loops.len() as i64);
+    let nest = if loops.is_empty() {
+        b.ins().iconst(ptr, 0)
+    } else {
+        let slot = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            24 * loops.len() as u32,
+            3,
+        ));
+        let nest = b.ins().stack_addr(ptr, slot, 0);
+        for (k, l) in loops.iter().enumerate() {
+            let n = match (k, count) {
+                (0, Count::Dyn(n)) => n,
+                (0, Count::Const(n)) => b.ins().iconst(types::I64, n as i64),
+                _ => b.ins().iconst(types::I64, l.extent as i64),
+            };
+            let src_stride = match mover {
+                Mover::StreamCopy(_) => l.src_stride,
+                _ => 0,
+            };
+            let dst_stride = b.ins().iconst(types::I64, l.dst_stride);
+            let src_stride = b.ins().iconst(types::I64, src_stride);
+            let at = 24 * k as i64;
+            let at = Addr::new(nest, at);
+            store(b, n, at, 0);
+            store(b, dst_stride, at, 8);
+            store(b, src_stride, at, 16);
+        }
+        nest
     };
-    mover.call_rows(b, size, count, steps, src, dst);
+    let size = b.ins().iconst(types::I64, bytes as i64);
+    let d = dst.value(b, 0);
+    match mover {
+        Mover::StreamCopy(f) => {
+            let s = src.value(b, 0);
+            b.ins().call(f, &[d, s, size, nest, depth]);
+        }
+        Mover::StreamZero(f) => {
+            b.ins().call(f, &[d, size, nest, depth]);
+        }
+        Mover::Copy | Mover::Fill { .. } => unreachable!("only streaming movers call a nest"),
+    }
 }
 
 /// Emits a run of `bytes` bytes (at least one) at `src` and `dst`.

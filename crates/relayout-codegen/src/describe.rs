@@ -71,8 +71,8 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     }
     if streams(k, index) {
         return Some(format!(
-            "streaming (non-temporal) stores of runs of {bytes} bytes, one helper call per \
-             innermost loop: the output is too large to stay in cache"
+            "streaming (non-temporal) stores of runs of {bytes} bytes, one helper call for the \
+             whole loop nest: the output is too large to stay in cache"
         ));
     }
     if let Some(plan) = shuffle::plan(stmt, crate::function::src_bytes(k)) {

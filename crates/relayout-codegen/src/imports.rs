@@ -20,14 +20,17 @@ pub enum Helper {
     F16Add,
     /// The same for bf16.
     Bf16Add,
-    /// `extern "C" fn(dst: *mut u8, src: *const u8, len: u64, count: u64, dst_stride: i64,
-    /// src_stride: i64)`: copies `count` runs of `len` bytes, run `k` at `k * stride` from
-    /// each pointer, with non-temporal (streaming) stores, which CLIF cannot express. The
-    /// stores are weakly ordered until a [`Helper::StoreFence`]. One call moves a whole
-    /// innermost loop, so that the call costs little next to the bytes it moves.
+    /// `extern "C" fn(dst: *mut u8, src: *const u8, len: u64, loops: *const [u64; 3], depth:
+    /// u64)`: copies a run of `len` bytes at every point of a nest of `depth` loops with
+    /// non-temporal (streaming) stores, which CLIF cannot express. Loop `k` (outermost first)
+    /// is `loops[k] = [count, dst_stride, src_stride]`, strides in bytes; with `depth` 0 one
+    /// run is copied. The stores are weakly ordered until a [`Helper::StoreFence`]. One call
+    /// moves a statement's whole nest, so that generated code keeps no loops around calls,
+    /// which cost Cranelift's register allocator more than the rest of such a kernel.
     StreamCopy,
-    /// `extern "C" fn(dst: *mut u8, len: u64, count: u64, dst_stride: i64)`: zeroes `count`
-    /// runs of `len` bytes with streaming stores.
+    /// `extern "C" fn(dst: *mut u8, len: u64, loops: *const [u64; 3], depth: u64)`: zeroes a
+    /// run of `len` bytes at every point of a nest with streaming stores, as
+    /// [`Helper::StreamCopy`] copies (the source strides are not used).
     StreamZero,
     /// `extern "C" fn()`: a store fence (`sfence`), after which the streaming stores are
     /// ordered like ordinary ones. Every function that streams calls it before returning.
@@ -49,8 +52,8 @@ impl Helper {
         match self {
             Helper::F16Add => "relayout_f16_add",
             Helper::Bf16Add => "relayout_bf16_add",
-            Helper::StreamCopy => "relayout_stream_copy",
-            Helper::StreamZero => "relayout_stream_zero",
+            Helper::StreamCopy => "relayout_stream_copy_nest",
+            Helper::StreamZero => "relayout_stream_zero_nest",
             Helper::StoreFence => "relayout_store_fence",
         }
     }
@@ -62,7 +65,7 @@ impl Helper {
         let mut sig = Signature::new(call_conv);
         let (params, returns): (&[_], &[_]) = match self {
             Helper::F16Add | Helper::Bf16Add => (&[types::I32, types::I32], &[types::I32]),
-            Helper::StreamCopy => (&[types::I64; 6], &[]),
+            Helper::StreamCopy => (&[types::I64; 5], &[]),
             Helper::StreamZero => (&[types::I64; 4], &[]),
             Helper::StoreFence => (&[], &[]),
         };

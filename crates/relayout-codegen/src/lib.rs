@@ -24,7 +24,7 @@
 //! [`Helper`] functions that the JIT provides; an `accumulate` with innermost reduction loops
 //! (destination stride 0) sums its contributions in registers and stores each run once. Kernels with at least [`STREAM_MIN_DST`] bytes
 //! of output write their runs of at least [`STREAM_MIN_RUN`] bytes through the streaming
-//! (non-temporal store) helpers instead, one call per innermost loop, and fence before they
+//! (non-temporal store) helpers instead, one call per loop nest, and fence before they
 //! return.
 //!
 //! This crate has no `unsafe` and owns no executable memory: it builds

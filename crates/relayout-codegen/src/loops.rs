@@ -133,6 +133,13 @@ impl Emitter<'_> {
         src: Addr,
         dst: Addr,
     ) -> Result<(), CodegenError> {
+        // A streaming body moves the whole nest in one helper call: Cranelift's register
+        // allocator spends more on loops around calls (every loop's counter and pointers live
+        // across them) than on the rest of such a kernel, and the helper's loops cost nothing
+        // next to the cache lines each run streams.
+        if self.body.emit_stream_nest(b, loops, count, src, dst) {
+            return Ok(());
+        }
         let overflow = || self.overflow("an unrolled offset");
         // Fold small innermost loops into the pattern. The outermost loop is never folded:
         // its count is only known at run time.
@@ -176,13 +183,6 @@ impl Emitter<'_> {
             return self.emit_pattern(b, pattern, src, dst);
         };
         let steps = (self.src_stride(l), l.dst_stride);
-        // Streaming runs are long and not folded, so the pattern is the single run.
-        if inner.is_empty()
-            && pattern == [(0, 0)]
-            && self.body.emit_stream_rows(b, count, steps, src, dst)
-        {
-            return Ok(());
-        }
         if inner.is_empty() && self.body.is_small() {
             let u = unroll_factor(pattern);
             // A runtime count below the unroll factor would never enter the unrolled loop.

@@ -113,3 +113,58 @@ fn malformed_statements_are_errors() {
         "kernel @k has 1 statements, so statement 3 does not exist"
     );
 }
+
+/// A statement that streams (8 MiB of output or more, whole cache lines) moves its whole
+/// nest with one helper call: the loops are laid out in a stack slot (count, destination and
+/// source strides per loop, outermost first) and the function has no loop of its own, only
+/// the check of the `start..end` range it was given. A zero fill passes source strides of 0.
+#[test]
+fn streaming_statements_call_the_helper_once_per_nest() {
+    let mut k = kernel(
+        DType::F32,
+        LoopAction::Copy,
+        256,
+        vec![lp(8, 1 << 20, 1 << 19), lp(16, 512, 1024), lp(4, 256, 256)],
+    );
+    k.src = TensorType::new(DType::F32, [4 << 20]);
+    k.dst = TensorType::new(DType::F32, [4 << 20]);
+    let flags = settings::Flags::new(settings::builder());
+    for (action, helper, src_strides) in [
+        (
+            LoopAction::Copy,
+            "%relayout_stream_copy_nest",
+            [1 << 20, 512, 256],
+        ),
+        (
+            LoopAction::ZERO_FILL,
+            "%relayout_stream_zero_nest",
+            [0, 0, 0],
+        ),
+    ] {
+        k.stmts[0].action = action;
+        let func = translate_stmt(&k, 0, text_target_config(), &mut TextImports).unwrap();
+        cranelift_codegen::verify_function(&func, &flags).unwrap();
+        let text = func.display().to_string();
+        let calls: Vec<&str> = text.lines().filter(|l| l.contains("call fn0(")).collect();
+        assert_eq!(calls.len(), 1, "{text}");
+        assert!(text.contains(&format!("fn0 = {helper}")), "{text}");
+        assert!(text.contains("explicit_slot 72"), "{text}");
+        // One conditional branch: the range check; no loop.
+        assert_eq!(text.matches("brif").count(), 1, "{text}");
+        // The inner loops' words, as constants stored into the slot.
+        for (word, value) in [
+            (32, 1024),
+            (40, src_strides[1]),
+            (48, 4),
+            (56, 256),
+            (64, src_strides[2]),
+        ] {
+            let stored = text.lines().any(|l| {
+                l.contains("store notrap")
+                    && l.contains(&format!("+{word} "))
+                    && l.ends_with(&format!("= {value}"))
+            });
+            assert!(stored, "word {word} = {value}:\n{text}");
+        }
+    }
+}

@@ -6,7 +6,9 @@ use relayout_codegen::Helper;
 
 mod stream;
 
-pub use stream::{relayout_store_fence, relayout_stream_copy, relayout_stream_zero};
+pub use stream::{
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_zero_nest, StreamLoop,
+};
 
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
 /// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.
@@ -26,8 +28,8 @@ pub(crate) fn address(helper: Helper) -> *const u8 {
     match helper {
         Helper::F16Add => relayout_f16_add as *const u8,
         Helper::Bf16Add => relayout_bf16_add as *const u8,
-        Helper::StreamCopy => stream::relayout_stream_copy as *const u8,
-        Helper::StreamZero => stream::relayout_stream_zero as *const u8,
+        Helper::StreamCopy => stream::relayout_stream_copy_nest as *const u8,
+        Helper::StreamZero => stream::relayout_stream_zero_nest as *const u8,
         Helper::StoreFence => stream::relayout_store_fence as *const u8,
     }
 }

@@ -71,8 +71,8 @@ pub use aot::{aot_object, AotObject};
 /// for ahead-of-time objects that call them. None of them panics.
 pub mod runtime {
     pub use crate::helpers::{
-        relayout_bf16_add, relayout_f16_add, relayout_store_fence, relayout_stream_copy,
-        relayout_stream_zero,
+        relayout_bf16_add, relayout_f16_add, relayout_store_fence, relayout_stream_copy_nest,
+        relayout_stream_zero_nest, StreamLoop,
     };
 }
 pub use element::Element;

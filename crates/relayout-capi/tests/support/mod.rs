@@ -20,14 +20,13 @@ pub fn compiler(var: &str, default: &str) -> Option<String> {
 
 /// The folder holding librelayout_capi.{a,so}: the profile folder above this test's `deps`.
 /// `cargo test` builds the crate's rlib for the tests but not its C libraries, so they are
-/// built here (once, with the same profile and target folder) when they are missing.
+/// built here (once per test process, with the same profile and target folder): always, not
+/// only when missing, since libraries left from before a change would link (or fail to link)
+/// the old runtime. Cargo makes it a no-op when they are fresh.
 pub fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    let missing = ["librelayout_capi.a", "librelayout_capi.so"]
-        .iter()
-        .any(|lib| !dir.join(lib).exists());
-    if missing && cfg!(target_os = "linux") {
+    if cfg!(target_os = "linux") {
         static BUILD: std::sync::Once = std::sync::Once::new();
         BUILD.call_once(|| {
             let mut cargo = Command::new(env!("CARGO"));

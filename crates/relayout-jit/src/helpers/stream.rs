@@ -9,68 +9,136 @@
 //! written with ordinary unaligned stores. On targets other than x86-64 the functions are
 //! plain copies and fills.
 
-/// Copies `count` runs of `len` bytes from `src` to `dst` with streaming stores, run `k` at
-/// `k * src_stride` from `src` and `k * dst_stride` from `dst`.
-///
-/// # Safety
-/// Every run must be valid for reads at the source and for writes at the destination, and
-/// the source and destination must not overlap. Generated code passes the runs of an
-/// innermost loop of a verified kernel inside buffers whose lengths the JIT checked, which
-/// the caller guarantees do not overlap.
-pub unsafe extern "C" fn relayout_stream_copy(
+/// One loop of a streamed nest, as generated code lays it out (three 8-byte words):
+/// `count` iterations, stepping `dst_stride` bytes at the destination and `src_stride` at
+/// the source (unused by the zeroing helper).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamLoop {
+    /// Iterations of the loop.
+    pub count: u64,
+    /// Bytes between iterations at the destination.
+    pub dst_stride: i64,
+    /// Bytes between iterations at the source.
+    pub src_stride: i64,
+}
+
+/// Calls `run(dst, src)` for every point of `loops` (outermost first), with both pointers
+/// advanced by the strides; once when `loops` is empty. The innermost loop bumps the pointers
+/// in a plain loop, which is where the runs are counted by the million.
+fn each_run(
     dst: *mut u8,
     src: *const u8,
-    len: u64,
-    count: u64,
-    dst_stride: i64,
-    src_stride: i64,
+    loops: &[StreamLoop],
+    run: &mut impl FnMut(*mut u8, *const u8),
 ) {
-    let len = len as usize;
-    #[cfg(target_arch = "x86_64")]
-    let copy: unsafe fn(*mut u8, *const u8, usize) = if std::arch::is_x86_feature_detected!("avx") {
-        x86::copy_avx
-    } else {
-        x86::copy_sse2
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let copy: unsafe fn(*mut u8, *const u8, usize) = |d, s, n| unsafe {
-        // SAFETY: the caller's contract.
-        std::ptr::copy_nonoverlapping(s, d, n)
-    };
-    for k in 0..count as isize {
-        // SAFETY: the caller's contract: run `k` lies inside both buffers (`wrapping_offset`
-        // computes its address, which is in bounds, without asserting it on the way), and
-        // the AVX variant is chosen only when the CPU has AVX.
-        unsafe {
-            copy(
-                dst.wrapping_offset(k * dst_stride as isize),
-                src.wrapping_offset(k * src_stride as isize),
-                len,
-            )
+    // `wrapping_offset` computes the address of an iteration (in bounds, by the callers'
+    // contract) without asserting it on the way.
+    match loops {
+        [] => run(dst, src),
+        [l] => {
+            let (mut d, mut s) = (dst, src);
+            for _ in 0..l.count {
+                run(d, s);
+                d = d.wrapping_offset(l.dst_stride as isize);
+                s = s.wrapping_offset(l.src_stride as isize);
+            }
+        }
+        [l, inner @ ..] => {
+            let (mut d, mut s) = (dst, src);
+            for _ in 0..l.count {
+                each_run(d, s, inner, run);
+                d = d.wrapping_offset(l.dst_stride as isize);
+                s = s.wrapping_offset(l.src_stride as isize);
+            }
         }
     }
 }
 
-/// Zeroes `count` runs of `len` bytes, run `k` at `k * dst_stride` from `dst`, with
-/// streaming stores.
+/// The loops of a nest from the pointer generated code passes.
 ///
 /// # Safety
-/// Every run must be valid for writes.
-pub unsafe extern "C" fn relayout_stream_zero(dst: *mut u8, len: u64, count: u64, dst_stride: i64) {
+/// `loops` points to `depth` readable `StreamLoop`s (any pointer when `depth` is 0).
+unsafe fn nest<'a>(loops: *const StreamLoop, depth: u64) -> &'a [StreamLoop] {
+    if depth == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(loops, depth as usize) }
+}
+
+/// Copies a run of `len` bytes from `src` to `dst` with streaming stores at every point of a
+/// loop nest of `depth` loops (`loops`, outermost first; one run when `depth` is 0). One call
+/// moves the whole nest of a statement, so that generated code holds no loops around calls.
+///
+/// # Safety
+/// `loops` points to `depth` `StreamLoop`s; every run is valid for reads at the source and
+/// for writes at the destination, and the source and destination do not overlap. Generated
+/// code passes the loops of a verified kernel, inside buffers whose lengths the JIT checked,
+/// which the caller guarantees do not overlap.
+pub unsafe extern "C" fn relayout_stream_copy_nest(
+    dst: *mut u8,
+    src: *const u8,
+    len: u64,
+    loops: *const StreamLoop,
+    depth: u64,
+) {
     let len = len as usize;
-    for k in 0..count as isize {
-        let at = dst.wrapping_offset(k * dst_stride as isize);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the caller's contract; SSE2 is part of x86-64.
-        unsafe {
-            x86::zero_sse2(at, len)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        // SAFETY: the caller's contract.
-        unsafe {
-            std::ptr::write_bytes(at, 0, len)
+    // SAFETY: the caller's contract, for the loops.
+    let loops = unsafe { nest(loops, depth) };
+    // Each variant is its own instance of `each_run`, so that the copy inlines into the
+    // innermost loop.
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the caller's contract for every run; the CPU has AVX.
+            each_run(dst, src, loops, &mut |d, s| unsafe {
+                x86::copy_avx(d, s, len)
+            });
+        } else {
+            // SAFETY: the caller's contract for every run.
+            each_run(dst, src, loops, &mut |d, s| unsafe {
+                x86::copy_sse2(d, s, len)
+            });
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract for every run.
+    each_run(dst, src, loops, &mut |d, s| unsafe {
+        std::ptr::copy_nonoverlapping(s, d, len)
+    });
+}
+
+/// Zeroes a run of `len` bytes with streaming stores at every point of a loop nest, as
+/// [`relayout_stream_copy_nest`] copies (the loops' source strides are not used).
+///
+/// # Safety
+/// `loops` points to `depth` `StreamLoop`s, and every run is valid for writes.
+pub unsafe extern "C" fn relayout_stream_zero_nest(
+    dst: *mut u8,
+    len: u64,
+    loops: *const StreamLoop,
+    depth: u64,
+) {
+    let len = len as usize;
+    // SAFETY: the caller's contract, for the loops and for every run.
+    each_run(
+        dst,
+        std::ptr::null(),
+        unsafe { nest(loops, depth) },
+        &mut |d, _| {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller's contract; SSE2 is part of x86-64.
+            unsafe {
+                x86::zero_sse2(d, len)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            // SAFETY: the caller's contract.
+            unsafe {
+                std::ptr::write_bytes(d, 0, len)
+            }
+        },
+    );
 }
 
 /// Orders the streaming stores made so far before any later store.
@@ -94,7 +162,7 @@ mod x86 {
     }
 
     /// # Safety
-    /// As `relayout_stream_copy`, and the CPU supports AVX.
+    /// As `relayout_stream_copy_nest`, and the CPU supports AVX.
     #[target_feature(enable = "avx")]
     pub(super) unsafe fn copy_avx(dst: *mut u8, src: *const u8, len: usize) {
         let h = head(dst, 32, len);
@@ -124,7 +192,7 @@ mod x86 {
     }
 
     /// # Safety
-    /// As `relayout_stream_copy`.
+    /// As `relayout_stream_copy_nest`.
     pub(super) unsafe fn copy_sse2(dst: *mut u8, src: *const u8, len: usize) {
         let h = head(dst, 16, len);
         // SAFETY (whole function): as in `copy_avx`, with 16-byte alignment.
@@ -141,7 +209,7 @@ mod x86 {
     }
 
     /// # Safety
-    /// As `relayout_stream_zero`.
+    /// As `relayout_stream_zero_nest`.
     pub(super) unsafe fn zero_sse2(dst: *mut u8, len: usize) {
         let h = head(dst, 16, len);
         // SAFETY (whole function): every access is inside `[0, len)` of `dst`, and the
@@ -175,12 +243,11 @@ mod tests {
                 let mut dst = vec![0xeeu8; 600];
                 // SAFETY: `at + len + 1 <= 600` for both buffers, which are distinct.
                 unsafe {
-                    relayout_stream_copy(
+                    relayout_stream_copy_nest(
                         dst.as_mut_ptr().add(at),
                         src.as_ptr().add(1),
                         len as u64,
-                        1,
-                        0,
+                        std::ptr::null(),
                         0,
                     )
                 };
@@ -196,7 +263,14 @@ mod tests {
                 );
 
                 // SAFETY: `at + len <= 600`.
-                unsafe { relayout_stream_zero(dst.as_mut_ptr().add(at), len as u64, 1, 0) };
+                unsafe {
+                    relayout_stream_zero_nest(
+                        dst.as_mut_ptr().add(at),
+                        len as u64,
+                        std::ptr::null(),
+                        0,
+                    )
+                };
                 relayout_store_fence();
                 assert!(
                     dst[at..at + len].iter().all(|&x| x == 0),
@@ -210,50 +284,67 @@ mod tests {
         }
     }
 
-    /// Several runs per call, with positive and negative strides, land where the strides say.
+    /// The runs of a nest of one or two loops, with positive and negative strides, land
+    /// where the strides say, in the order of the loops.
     #[test]
-    fn streaming_rows_follow_the_strides() {
+    fn streaming_nests_follow_the_strides() {
         let src: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 5) as u8).collect();
-        for (len, count, ds, ss) in [
-            (64usize, 5usize, 100isize, 70isize),
-            (65, 4, -80, 300),
-            (200, 3, 256, -256),
+        let l = |count: u64, dst_stride: i64, src_stride: i64| StreamLoop {
+            count,
+            dst_stride,
+            src_stride,
+        };
+        for (len, loops) in [
+            (64usize, vec![l(5, 100, 70)]),
+            (65, vec![l(4, -80, 300)]),
+            (200, vec![l(3, 256, -256)]),
+            (64, vec![l(3, 700, -500), l(4, 80, 90)]),
+            (96, vec![l(2, -1000, 1200), l(1, 0, 0), l(3, 100, -100)]),
         ] {
             let mut dst = vec![0u8; 4096];
             let (d0, s0) = (2000usize, 2000usize);
-            // SAFETY: every run lies inside both 4096-byte buffers, which are distinct.
+            // SAFETY: every run lies inside both 4096-byte buffers, which are distinct, and
+            // `loops` holds `loops.len()` loops.
             unsafe {
-                relayout_stream_copy(
+                relayout_stream_copy_nest(
                     dst.as_mut_ptr().add(d0),
                     src.as_ptr().add(s0),
                     len as u64,
-                    count as u64,
-                    ds as i64,
-                    ss as i64,
+                    loops.as_ptr(),
+                    loops.len() as u64,
                 );
             }
             relayout_store_fence();
             let mut want = vec![0u8; 4096];
-            for k in 0..count as isize {
-                let d = (d0 as isize + k * ds) as usize;
-                let s = (s0 as isize + k * ss) as usize;
+            let mut points = vec![(d0 as i64, s0 as i64)];
+            for l in &loops {
+                points = points
+                    .iter()
+                    .flat_map(|&(d, s)| {
+                        (0..l.count as i64)
+                            .map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
+                    })
+                    .collect();
+            }
+            for &(d, s) in &points {
+                let (d, s) = (d as usize, s as usize);
                 want[d..d + len].copy_from_slice(&src[s..s + len]);
             }
-            assert_eq!(dst, want, "len {len} count {count} strides {ds} {ss}");
+            assert_eq!(dst, want, "len {len} loops {loops:?}");
 
             // SAFETY: as above, for the destination.
             unsafe {
-                relayout_stream_zero(
+                relayout_stream_zero_nest(
                     dst.as_mut_ptr().add(d0),
                     len as u64,
-                    count as u64,
-                    ds as i64,
+                    loops.as_ptr(),
+                    loops.len() as u64,
                 )
             };
             relayout_store_fence();
             assert!(
                 dst.iter().all(|&x| x == 0),
-                "zero rows len {len} count {count}"
+                "zero len {len} loops {loops:?}"
             );
         }
     }
