@@ -20,7 +20,8 @@ pub(crate) struct Body {
     terms: Vec<i64>,
     /// For [`Op::Sum`]: the sums start from +0.0, not from the destination.
     zero: bool,
-    /// For [`Op::Sum`]: a run is a row of two interleaved phases (see `phases.rs`).
+    /// For [`Op::Sum`]: a run is a row of every other element, of one phase or two (see
+    /// `phases.rs`).
     row: Option<Row>,
 }
 
@@ -73,8 +74,8 @@ impl Body {
 
     /// Prepares the body of an accumulate whose reduction loops (see `sum.rs`) have their
     /// points at `terms`, source offsets relative to the first; with `zero`, the sums start from
-    /// +0.0. With `row`, a run is a row of two interleaved phases (`phases.rs`; sums from +0.0
-    /// only).
+    /// +0.0. With `row`, a run is a row of every other element, of one phase or two
+    /// (`phases.rs`; sums from +0.0 only).
     #[allow(clippy::too_many_arguments)]
     pub fn sum(
         b: &mut FunctionBuilder,

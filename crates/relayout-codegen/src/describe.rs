@@ -35,7 +35,13 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     let dtype = k.dst.dtype;
     if let Some(split) = crate::sum::reduction_split(stmt) {
         let terms = crate::sum::terms(&stmt.loops[split..]).map_or(0, |t| t.len());
-        if crate::phases::row(stmt, split, dtype).is_some() {
+        if let Some(row) = crate::phases::row(stmt, split, dtype) {
+            if row.phase_src.is_none() {
+                return Some(format!(
+                    "sums from +0.0 of {terms} contributions of every other element: summed as \
+                     whole source vectors, each lane stored on its own, never loaded"
+                ));
+            }
             return Some(format!(
                 "sums from +0.0 of {terms} contributions over two interleaved phases: each \
                  phase summed as whole source vectors, the two interleaved by unpack shuffles \
@@ -219,8 +225,8 @@ mod tests {
              }\n",
         );
         assert!(small[0].starts_with("scalar moves of 4 bytes"), "{small:?}");
-        // The even and odd columns of a stride-2 Col2Im, paired by `pair-phases`; the same
-        // without the pairing is summed element by element.
+        // The even and odd columns of a stride-2 Col2Im, paired by `pair-phases`; one phase
+        // alone is summed as vectors too, its lanes stored one by one.
         let paired = check(
             "loops @c(%src: tensor<4x2x4x8xf32>) -> (%dst: tensor<4x16xf32>) {\n\
                accumulate 4 bytes %dst[0 + 64 * i0 + 8 * i1 + 4 * i2] = 0 + %src[0 + 32 * i0 + 4 * i1 + 128 * i2 + 256 * i3]\n\
@@ -230,6 +236,6 @@ mod tests {
              }\n",
         );
         assert!(paired[0].contains("two interleaved phases"), "{paired:?}");
-        assert!(paired[1].starts_with("sums from +0.0 of 2"), "{paired:?}");
+        assert!(paired[1].contains("every other element"), "{paired:?}");
     }
 }

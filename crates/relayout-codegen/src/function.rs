@@ -382,9 +382,10 @@ fn prepare<'s>(
 ) -> Result<(Cow<'s, LoopStmt>, Body), CodegenError> {
     let summed = sum::reduction_split(stmt).and_then(|split| {
         let terms = sum::terms(&stmt.loops[split..])?;
-        // A row of two interleaved phases is the body; its nest is the loops outside it.
+        // A row of every other element (of one phase or two) is the body; its nest is the
+        // loops outside it.
         let row = phases::row(stmt, split, kernel.dtype());
-        let nest = split - row.map_or(0, |_| 2);
+        let nest = split - row.map_or(0, |r| r.loops());
         let outer = LoopStmt {
             loops: stmt.loops[..nest].to_vec(),
             ..stmt.clone()
