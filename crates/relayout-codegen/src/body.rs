@@ -4,6 +4,7 @@ use crate::accumulate::{self, Adder};
 use crate::copy::{self, Mover};
 use crate::loops::Count;
 use crate::mem::Addr;
+use crate::phases::{self, Row};
 use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 
@@ -19,6 +20,9 @@ pub(crate) struct Body {
     terms: Vec<i64>,
     /// For [`Op::Sum`]: the sums start from +0.0, not from the destination.
     zero: bool,
+    /// For [`Op::Sum`]: a run is a row of every other element, of one phase or two (see
+    /// `phases.rs`).
+    row: Option<Row>,
 }
 
 #[derive(Clone, Copy)]
@@ -64,18 +68,22 @@ impl Body {
             config,
             terms: Vec::new(),
             zero: false,
+            row: None,
         })
     }
 
     /// Prepares the body of an accumulate whose reduction loops (see `sum.rs`) have their
     /// points at `terms`, source offsets relative to the first; with `zero`, the sums start from
-    /// +0.0.
+    /// +0.0. With `row`, a run is a row of every other element, of one phase or two
+    /// (`phases.rs`; sums from +0.0 only).
+    #[allow(clippy::too_many_arguments)]
     pub fn sum(
         b: &mut FunctionBuilder,
         zero: bool,
         dtype: DType,
         bytes: u64,
         terms: Vec<i64>,
+        row: Option<Row>,
         config: TargetFrontendConfig,
         imports: &mut dyn Imports,
     ) -> Result<Body, CodegenError> {
@@ -85,6 +93,7 @@ impl Body {
             config,
             terms,
             zero,
+            row,
         })
     }
 
@@ -136,7 +145,10 @@ impl Body {
         match self.op {
             Op::Move(mover) => copy::emit_run(b, self.config, mover, self.bytes, src, dst),
             Op::Add(adder) => accumulate::emit_run(b, adder, self.bytes, src, dst),
-            Op::Sum(adder) => sum::emit_run(b, adder, self.zero, self.bytes, &self.terms, src, dst),
+            Op::Sum(adder) => match self.row {
+                Some(row) => phases::emit_row(b, adder, row, &self.terms, src, dst),
+                None => sum::emit_run(b, adder, self.zero, self.bytes, &self.terms, src, dst),
+            },
         }
     }
 }

@@ -35,6 +35,19 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     let dtype = k.dst.dtype;
     if let Some(split) = crate::sum::reduction_split(stmt) {
         let terms = crate::sum::terms(&stmt.loops[split..]).map_or(0, |t| t.len());
+        if let Some(row) = crate::phases::row(stmt, split, dtype) {
+            if row.phase_src.is_none() {
+                return Some(format!(
+                    "sums from +0.0 of {terms} contributions of every other element: summed as \
+                     whole source vectors, each lane stored on its own, never loaded"
+                ));
+            }
+            return Some(format!(
+                "sums from +0.0 of {terms} contributions over two interleaved phases: each \
+                 phase summed as whole source vectors, the two interleaved by unpack shuffles \
+                 and stored as whole vectors, never loaded"
+            ));
+        }
         if stmt.action == LoopAction::Sum {
             return Some(match dtype {
                 DType::F16 | DType::BF16 => format!(
@@ -153,7 +166,7 @@ mod tests {
                 let what = describe(&k, i).unwrap();
                 let clif = funcs[i].display().to_string();
                 assert_eq!(
-                    what.contains("shuffle blocks"),
+                    what.contains("shuffle"),
                     clif.contains(" shuffle "),
                     "{what}\n{clif}"
                 );
@@ -212,5 +225,17 @@ mod tests {
              }\n",
         );
         assert!(small[0].starts_with("scalar moves of 4 bytes"), "{small:?}");
+        // The even and odd columns of a stride-2 Col2Im, paired by `pair-phases`; one phase
+        // alone is summed as vectors too, its lanes stored one by one.
+        let paired = check(
+            "loops @c(%src: tensor<4x2x4x8xf32>) -> (%dst: tensor<4x16xf32>) {\n\
+               accumulate 4 bytes %dst[0 + 64 * i0 + 8 * i1 + 4 * i2] = 0 + %src[0 + 32 * i0 + 4 * i1 + 128 * i2 + 256 * i3]\n\
+                 for i0 in 0 to 4, i1 in 0 to 8, i2 in 0 to 2, i3 in 0 to 2\n\
+               accumulate 4 bytes %dst[0 + 64 * i0 + 8 * i1] = 0 + %src[0 + 32 * i0 + 4 * i1 + 256 * i2]\n\
+                 for i0 in 0 to 4, i1 in 0 to 8, i2 in 0 to 2\n\
+             }\n",
+        );
+        assert!(paired[0].contains("two interleaved phases"), "{paired:?}");
+        assert!(paired[1].contains("every other element"), "{paired:?}");
     }
 }

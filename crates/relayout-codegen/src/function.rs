@@ -4,6 +4,7 @@ use crate::body::Body;
 use crate::copy;
 use crate::loops::{Count, Emitter};
 use crate::mem::Addr;
+use crate::phases;
 use crate::shuffle;
 use crate::sum;
 use crate::{CodegenError, Helper, Imports};
@@ -381,15 +382,20 @@ fn prepare<'s>(
 ) -> Result<(Cow<'s, LoopStmt>, Body), CodegenError> {
     let summed = sum::reduction_split(stmt).and_then(|split| {
         let terms = sum::terms(&stmt.loops[split..])?;
+        // A row of every other element (of one phase or two) is the body; its nest is the
+        // loops outside it.
+        let row = phases::row(stmt, split, kernel.dtype());
+        let nest = split - row.map_or(0, |r| r.loops());
         let outer = LoopStmt {
-            loops: stmt.loops[..split].to_vec(),
+            loops: stmt.loops[..nest].to_vec(),
             ..stmt.clone()
         };
-        Some((outer, terms))
+        Some((outer, terms, row))
     });
-    if let Some((outer, terms)) = summed {
+    if let Some((outer, terms, row)) = summed {
         let zero = stmt.action == LoopAction::Sum;
-        let body = Body::sum(b, zero, kernel.dtype(), stmt.bytes, terms, config, imports)?;
+        let dtype = kernel.dtype();
+        let body = Body::sum(b, zero, dtype, stmt.bytes, terms, row, config, imports)?;
         return Ok((Cow::Owned(outer), body));
     }
     if stmt.action == LoopAction::Sum {

@@ -48,6 +48,7 @@ mod function;
 mod imports;
 mod loops;
 mod mem;
+mod phases;
 mod shuffle;
 mod sum;
 

@@ -614,7 +614,7 @@ static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| 
 
 /// `punpck{l,h}` of units of `width` bytes: the low (or high) halves of `a` and `b`,
 /// interleaved unit by unit.
-fn unpack_mask(width: usize, high: bool) -> [u8; V] {
+pub(crate) fn unpack_mask(width: usize, high: bool) -> [u8; V] {
     let base = if high { V / 2 } else { 0 };
     std::array::from_fn(|p| {
         let unit = p / width;

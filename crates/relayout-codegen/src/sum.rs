@@ -223,7 +223,7 @@ fn element(
 }
 
 /// A value of type `ty` (a lane or a vector of lanes) with all bits zero: +0.0 for floats.
-fn zeros(b: &mut FunctionBuilder, ty: Type) -> Value {
+pub(crate) fn zeros(b: &mut FunctionBuilder, ty: Type) -> Value {
     if ty.is_vector() {
         let lane = zeros(b, ty.lane_type());
         return b.ins().splat(ty, lane);

@@ -32,7 +32,10 @@
 //!    innermost (reduction loops stay innermost and in order);
 //! 9. `tile-transposes` strip-mines (and for large planes cache-blocks) the source-contiguous
 //!    loop of true transposes of 4- and 8-byte elements, for codegen's register transposes;
-//! 10. `fuse-nests` shares the outer loops of consecutive statements.
+//! 10. `pair-phases` merges the even- and odd-element phases of sums from +0.0 (a stride-2
+//!     Col2Im's columns) into one sum with a loop of two phases, which code generation sums
+//!     as whole vectors and stores interleaved;
+//! 11. `fuse-nests` shares the outer loops of consecutive statements.
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every

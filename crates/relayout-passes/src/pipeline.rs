@@ -13,7 +13,7 @@ use std::fmt;
 /// after (which merges what the new order made adjacent); `fuse-nests` runs last, on the
 /// final loops of every statement.
 pub const DEFAULT_PIPELINE: &str = "canonicalize,split-dims,split-guards,peel-dims,\
-drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,fuse-nests";
+drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests";
 
 /// An ordered list of passes.
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 
 use crate::passes::{
     Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, OutputStationary,
-    PeelDims, SplitDims, SplitGuards, TileTransposes,
+    PairPhases, PeelDims, SplitDims, SplitGuards, TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -102,6 +102,12 @@ pub static PASSES: &[PassInfo] = &[
         summary: "strip-mine the source-contiguous loop of small-element transposes for register blocks",
         level: Level::Loops,
         create: || Box::new(TileTransposes),
+    },
+    PassInfo {
+        name: "pair-phases",
+        summary: "merge the even- and odd-element phases of sums from +0.0 into one sum over both, for interleaved vector stores",
+        level: Level::Loops,
+        create: || Box::new(PairPhases),
     },
     PassInfo {
         name: "fuse-nests",
