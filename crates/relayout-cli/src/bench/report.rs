@@ -10,11 +10,18 @@ pub struct CaseResult {
     pub counts_input: bool,
     pub in_bytes: u64,
     pub out_bytes: u64,
-    /// The first `relayout::compile` of the case, with an empty kernel cache.
-    pub compile: Duration,
-    /// The same call once more, right after (a cache hit).
-    pub recompile: Duration,
+    pub compile: CompileTimes,
     pub timing: Timing,
+}
+
+/// `relayout::compile` of a case (op -> callable).
+pub struct CompileTimes {
+    /// The median of several compiles, each with an empty kernel cache.
+    pub median: Duration,
+    /// The first of them, right after the previous case's kernel ran.
+    pub first: Duration,
+    /// The same call once more without emptying the cache (a hit).
+    pub hit: Duration,
 }
 
 impl CaseResult {
@@ -55,22 +62,23 @@ pub fn case_width<'a>(names: impl IntoIterator<Item = &'a str>) -> usize {
 
 pub fn header(width: usize) -> String {
     format!(
-        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
-        "case", "kernel", "memcpy", "ratio", "GB/s", "compile", "again", "reps"
+        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}",
+        "case", "kernel", "memcpy", "ratio", "GB/s", "compile", "first", "again", "reps"
     )
 }
 
 pub fn row(r: &CaseResult, width: usize) -> String {
     let mark = if r.counts_input { "*" } else { "" };
     format!(
-        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>6}",
+        "{:<width$} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}",
         r.name,
         duration(r.timing.kernel_ns),
         duration(r.timing.memcpy_ns),
         format!("{:.2}{mark}", r.ratio()),
         format!("{:.2}{mark}", r.gb_per_s()),
-        duration(r.compile.as_nanos() as f64),
-        duration(r.recompile.as_nanos() as f64),
+        duration(r.compile.median.as_nanos() as f64),
+        duration(r.compile.first.as_nanos() as f64),
+        duration(r.compile.hit.as_nanos() as f64),
         r.timing.reps,
     )
 }
@@ -79,13 +87,14 @@ pub fn row(r: &CaseResult, width: usize) -> String {
 pub fn json_line(r: &CaseResult, threads: usize) -> String {
     format!(
         "{{\"case\": {}, \"median_ns\": {}, \"compile_ns\": {}, \"memcpy_ns\": {}, \
-         \"threads\": {threads}, \"reps\": {}, \"ratio\": {:.4}}}",
+         \"threads\": {threads}, \"reps\": {}, \"ratio\": {:.4}, \"compile_first_ns\": {}}}",
         serde_json::Value::String(r.name.clone()),
         r.timing.kernel_ns.round() as u64,
-        r.compile.as_nanos(),
+        r.compile.median.as_nanos(),
         r.timing.memcpy_ns.round() as u64,
         r.timing.reps,
         r.ratio(),
+        r.compile.first.as_nanos(),
     )
 }
 
@@ -97,7 +106,7 @@ pub fn notes(results: &[CaseResult], threads: usize, order: Order) -> Vec<String
     };
     let mut notes = vec![
         format!("ratio = kernel time / memcpy time of the same output bytes (1.00 = memcpy speed; lower is better); both on {threads} thread(s), {order}."),
-        "compile = relayout::compile of the case (op -> callable) with an empty kernel cache; again = the same call repeated right after.".to_string(),
+        format!("compile = relayout::compile of the case (op -> callable) with an empty kernel cache, the median of {} such compiles; first = the first of them, right after the previous case's kernel filled the CPU caches with its data; again = the same call once more without emptying the cache.", crate::bench::COMPILE_MISSES),
     ];
     if results.iter().any(|r| r.counts_input) {
         notes.push("* Col2Im reads more bytes than it writes: its GB/s counts input + output bytes, and its ratio is kernel time / the time memcpy takes to read and write as many bytes at the rate measured beside it.".into());
@@ -142,19 +151,19 @@ fn cache_note(results: &[CaseResult]) -> Option<String> {
     let ratio = median(
         results
             .iter()
-            .map(|r| r.recompile.as_secs_f64() / r.compile.as_secs_f64().max(1e-12))
+            .map(|r| r.compile.hit.as_secs_f64() / r.compile.median.as_secs_f64().max(1e-12))
             .collect(),
     );
     let miss_us = median(
         results
             .iter()
-            .map(|r| r.compile.as_secs_f64() * 1e6)
+            .map(|r| r.compile.median.as_secs_f64() * 1e6)
             .collect(),
     );
     let again_us = median(
         results
             .iter()
-            .map(|r| r.recompile.as_secs_f64() * 1e6)
+            .map(|r| r.compile.hit.as_secs_f64() * 1e6)
             .collect(),
     );
     Some(if ratio < 0.1 {
@@ -203,8 +212,11 @@ mod tests {
             counts_input: false,
             in_bytes: 1000,
             out_bytes: 1000,
-            compile: Duration::from_micros(300),
-            recompile: Duration::from_micros(250),
+            compile: CompileTimes {
+                median: Duration::from_micros(300),
+                first: Duration::from_micros(700),
+                hit: Duration::from_micros(250),
+            },
             timing: Timing {
                 kernel_ns: 2000.4,
                 memcpy_ns: 1000.0,
@@ -219,7 +231,7 @@ mod tests {
         assert_eq!(
             json_line(&result("a\"b"), 2),
             format!(
-                r#"{{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000, "threads": 2, "reps": {}, "ratio": 2.0004}}"#,
+                r#"{{"case": "a\"b", "median_ns": 2000, "compile_ns": 300000, "memcpy_ns": 1000, "threads": 2, "reps": {}, "ratio": 2.0004, "compile_first_ns": 700000}}"#,
                 result("x").timing.reps
             )
         );
@@ -234,7 +246,7 @@ mod tests {
             .iter()
             .any(|n| n.starts_with("compile cache: none seen")));
         let mut hit = result("hit");
-        hit.recompile = Duration::from_micros(2);
+        hit.compile.hit = Duration::from_micros(2);
         assert!(super::notes(&[hit], 1, Order::Interleaved)
             .iter()
             .any(|n| n.starts_with("compile cache: a miss took 300 us and a hit 2.0 us")));
