@@ -2,6 +2,7 @@
 //! rewriting its dims, and the analyses that decide whether a rewrite may reorder its points.
 
 use crate::simplify::Simplifier;
+use crate::sum::Sum;
 use relayout_ir::{Action, AffineExpr, Constraint, DimRange, Stmt};
 
 /// How many times [`canonicalize_stmt`] re-simplifies the guard after it narrowed a range.
@@ -327,12 +328,53 @@ pub(crate) fn dst_injective(stmt: &Stmt) -> bool {
         })
 }
 
-/// True when reordering the points of the statement may change its result: a copy whose
-/// writes are not proven disjoint. A fill writes zeros wherever it writes, and `accumulate`
-/// adds, which the passes treat as commutative (exact for integers; for floats it changes only
-/// the rounding, which the project's Col2Im tolerance allows).
+/// True when reordering the points of the statement may change which value an element ends
+/// with: a copy whose writes are not proven disjoint. A fill writes zeros wherever it writes.
+/// An `accumulate` ends with the same value in any order for integers, but its float sums
+/// round in the order of their terms: `split-guards` asks [`may_split_along`], which covers
+/// both (`split-dims` and `peel-dims` may still reorder a float accumulate's points, which no
+/// Col2Im of the tests makes them do).
 pub(crate) fn order_matters(stmt: &Stmt) -> bool {
     matches!(stmt.action, Action::Copy { .. }) && !dst_injective(stmt)
+}
+
+/// Whether running the statement as one statement per value (or interval) of dim `d`, in
+/// order, keeps the order in which any two points that write the same element run, so that
+/// every element gets the same writes, or for `accumulate` the same additions, in the same
+/// order (floats round after each addition, so their order shows in the bits).
+///
+/// The split runs the points in the order of (`d`, then all dims). Two points that write the
+/// same element agree on every dim that *separates* the destination (a dim that is alone in
+/// some destination index, with a non-zero coefficient: points that differ in it write
+/// different elements). So when every dim before `d` with several values separates, such
+/// points agree on the dims before `d`, and their order is decided by `d` and the dims after
+/// it in both orders. Col2Im: its channels and batch separate, so its kernel-position dims
+/// may be split, and its block positions, which come after them, may not.
+///
+/// `rounding`: the kernel's additions round (floats and complex numbers); integer sums wrap
+/// the same way in any order, so their accumulates may be split along any dim.
+pub(crate) fn may_split_along(stmt: &Stmt, d: usize, rounding: bool) -> bool {
+    let sensitive =
+        order_matters(stmt) || (rounding && matches!(stmt.action, Action::Accumulate { .. }));
+    if !sensitive {
+        return true;
+    }
+    let Some(simp) = Simplifier::new(&stmt.domain) else {
+        return false;
+    };
+    let mut separates = vec![false; stmt.domain.len()];
+    for e in &stmt.dst {
+        let Some(sum) = simp.sum_of(e).filter(Sum::is_linear) else {
+            continue;
+        };
+        if let [only] = sum.dims_used()[..] {
+            separates[only] = true;
+        }
+    }
+    stmt.domain[..d]
+        .iter()
+        .zip(&separates)
+        .all(|(r, &sep)| r.len() <= 1 || sep)
 }
 
 /// The box of destination elements the statement writes, as one half-open range per

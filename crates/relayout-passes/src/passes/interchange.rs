@@ -10,13 +10,12 @@
 //! the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
-//! the result: for a fill (it writes zeros), an accumulate (addition is treated as commutative;
-//! exact for integers, a rounding difference for floats, which the project's Col2Im tolerance
-//! allows), or a copy whose runs never write the same destination byte twice (proven when, with
-//! the loops sorted by `|dst stride|`, the smallest is at least `bytes` and each next one at
-//! least the previous times its extent). A sum from +0.0 (`accumulate ... = 0 + ...`) starts
-//! its runs over at each point of its outer loops, so it is treated like a copy: its outer
-//! loops are reordered only when their runs never share a byte.
+//! the result: for a fill (it writes zeros), an accumulate of integers (they wrap the same way
+//! in any order), or a copy or a float accumulate whose runs never write the same destination
+//! byte twice (`dependence::points_disjoint`). A float accumulate whose points add into the
+//! same element keeps its order: float additions round in their order, and Col2Im's results
+//! stay bit-exact (a Col2Im without padding has all its kernel positions in one statement). A sum from +0.0 (`accumulate ... = 0 + ...`) starts its runs over at each
+//! point of its outer loops, so the same holds for its outer loops.
 //!
 //! The innermost reduction loops of an accumulate (destination stride 0, see
 //! `output-stationary`) stay innermost and in their order: they fix the order in which each
@@ -29,7 +28,7 @@ use crate::pass::{impl_pass, LoopPass};
 use crate::passes::coalesce::coalesce_stmt;
 use crate::passes::output_stationary::reduction_split;
 use crate::PassError;
-use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,7 +39,11 @@ impl LoopPass for Interchange {
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
         Ok(LoopKernel {
-            stmts: k.stmts.iter().map(interchange_stmt).collect(),
+            stmts: k
+                .stmts
+                .iter()
+                .map(|s| interchange_stmt(s, rounds(k.dst.dtype)))
+                .collect(),
             ..k.clone()
         })
     }
@@ -48,19 +51,27 @@ impl LoopPass for Interchange {
 
 impl_pass!(loops Interchange);
 
-fn interchange_stmt(s: &LoopStmt) -> LoopStmt {
+/// Whether additions of `dtype` round, so that their order shows in the result (integer
+/// additions wrap the same way in any order).
+fn rounds(dtype: DType) -> bool {
+    dtype.is_float() || dtype.is_complex()
+}
+
+/// `rounding`: the statement's additions round (see [`rounds`]).
+fn interchange_stmt(s: &LoopStmt, rounding: bool) -> LoopStmt {
     let split = reduction_split(s);
     if split < s.loops.len() {
         let mut outer = s.clone();
         let reductions = outer.loops.split_off(split);
-        let mut done = interchange_stmt(&outer);
+        let mut done = interchange_stmt(&outer, rounding);
         done.loops.extend(reductions);
         return done;
     }
     if s.loops.len() < 2
-        // A copy, or a sum from +0.0 (here without its reduction loops), whose points overlap
-        // depends on which point writes last.
-        || (matches!(s.action, LoopAction::Copy | LoopAction::Sum)
+        // A copy, an accumulate or a sum from +0.0 (here without its reduction loops) whose
+        // points overlap depends on which point writes last, or adds first.
+        || ((matches!(s.action, LoopAction::Copy | LoopAction::Sum)
+            || (s.action == LoopAction::Accumulate && rounding))
             && !relayout_ir::dependence::points_disjoint(s, 0))
     {
         return s.clone();

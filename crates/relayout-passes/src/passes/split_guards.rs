@@ -25,8 +25,11 @@
 //!   from the padding) is cut into that interior and the slabs around it (see `interior`):
 //!   the interior keeps all block offsets in one statement, which reads the source in order.
 //!
-//! Peeling and cutting run the points in another order, so a copy whose writes may collide
-//! (see `stmt::order_matters`) is peeled or cut only along its outermost dim.
+//! Peeling and cutting run the points in another order, so a statement whose points may
+//! write the same element (a copy not proven injective, or an `accumulate`, whose float sums
+//! round in their order) is peeled or cut only along a dim before which every dim separates
+//! its writes (see `stmt::may_split_along`): each element keeps its writes in their order,
+//! and Col2Im's float results stay bit-exact.
 //!
 //! What it does not do: split on a constraint that holds a `floordiv` or `mod` (`split-dims`
 //! or `peel-dims` handles those), peel beyond a budget of statements (the statement stays
@@ -36,7 +39,7 @@
 use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
-use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, order_matters, solve_scaled, with_range};
+use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, may_split_along, solve_scaled, with_range};
 use crate::sum::{Atom, Sum};
 use crate::PassError;
 use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Scalar, Stmt};
@@ -56,8 +59,9 @@ impl IndexPass for SplitGuards {
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
+        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
         for s in &k.stmts {
-            split(s, &mut budget, &mut stmts);
+            split(s, rounding, &mut budget, &mut stmts);
         }
         Ok(Kernel {
             stmts: shrink_fills(stmts),
@@ -68,12 +72,13 @@ impl IndexPass for SplitGuards {
 
 impl_pass!(index SplitGuards);
 
-/// Appends the guard-free pieces of `stmt` to `out`, in order.
-fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
+/// Appends the guard-free pieces of `stmt` to `out`, in order. `rounding`: the kernel's
+/// additions round (see `stmt::may_split_along`).
+fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
     };
-    let Some(d) = dim_to_peel(&s) else {
+    let Some(d) = dim_to_peel(&s, rounding) else {
         out.push(s);
         return;
     };
@@ -86,7 +91,7 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
         let range = s.domain[cut];
         for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
             if a < b {
-                split(&with_range(&s, cut, a, b), budget, out);
+                split(&with_range(&s, cut, a, b), rounding, budget, out);
             }
         }
         return;
@@ -94,15 +99,15 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
     if n <= *budget {
         *budget -= n;
         for v in r.lo..r.hi {
-            split(&fix_dim(&s, d, v), budget, out);
+            split(&fix_dim(&s, d, v), rounding, budget, out);
         }
         return;
     }
-    match band_cut(&s) {
+    match band_cut(&s, rounding) {
         Some(pieces) if pieces.len() <= *budget => {
             *budget -= pieces.len();
             for p in &pieces {
-                split(p, budget, out);
+                split(p, rounding, budget, out);
             }
         }
         _ => out.push(s),
@@ -120,15 +125,10 @@ fn split(stmt: &Stmt, budget: &mut usize, out: &mut Vec<Stmt>) {
 /// the constraint on the third; on each piece of the second kind `d` has at most
 /// `(max r - min r) / |b| + 1` values, few when `b` is the coarse digit of a mixed radix (`d0 + d1 * B`, `d0` in `[0, B)`),
 /// and peeling it makes the constraint single-dim. The dim with the fewest such edge values is
-/// cut; when the statement's order matters, only the outermost dim with several values.
+/// cut, among the dims the statement may be split along (`stmt::may_split_along`).
 /// `None` when no cut makes two pieces or more (then every piece is of one kind already).
-fn band_cut(s: &Stmt) -> Option<Vec<Stmt>> {
+fn band_cut(s: &Stmt, rounding: bool) -> Option<Vec<Stmt>> {
     let simp = Simplifier::new(&s.domain)?;
-    let allowed = if order_matters(s) {
-        s.domain.iter().position(|r| r.len() > 1)
-    } else {
-        None
-    };
     // (values of the dim where the constraint holds for some points only, dim, pieces)
     let mut best: Option<(u64, usize, Pieces)> = None;
     for c in &s.guard {
@@ -140,7 +140,7 @@ fn band_cut(s: &Stmt) -> Option<Vec<Stmt>> {
         }
         for (atom, b) in sum.terms() {
             let Atom::Dim(d) = *atom else { continue };
-            if allowed.is_some_and(|a| a != d) {
+            if !may_split_along(s, d, rounding) {
                 continue;
             }
             let (_, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
@@ -198,28 +198,21 @@ fn cut_at(range: DimRange, points: Vec<i64>) -> Pieces {
 }
 
 /// The dim to peel: over the affine multi-dim constraints, the dim with the fewest values
-/// (the first on ties). `None` when no constraint is affine in several dims, or when the
-/// statement's order matters and that dim has several values but is not the outermost such.
-fn dim_to_peel(s: &Stmt) -> Option<usize> {
+/// (the first on ties) among those the statement may be split along
+/// (`stmt::may_split_along`: for Col2Im's accumulates, a kernel position rather than the
+/// block position after it, whose peeling would add each cell's contributions in another
+/// order). Fixing a dim with one value (what a cut can leave) keeps the order of the points.
+/// `None` when no constraint is affine in several dims, or none of their dims may be split.
+fn dim_to_peel(s: &Stmt, rounding: bool) -> Option<usize> {
     let simp = Simplifier::new(&s.domain)?;
-    let best = s
-        .guard
+    s.guard
         .iter()
         .filter_map(|c| simp.sum_of(&c.expr))
         .filter(|sum| sum.is_linear())
-        .filter_map(|sum| {
-            let dims = sum.dims_used();
-            (dims.len() >= 2)
-                .then(|| dims.into_iter().min_by_key(|&d| (s.domain[d].len(), d)))
-                .flatten()
-        })
-        .min_by_key(|&d| (s.domain[d].len(), d))?;
-    let outermost = s.domain.iter().position(|r| r.len() > 1);
-    // Fixing a dim with one value (what a cut can leave) keeps the order of the points.
-    if order_matters(s) && outermost != Some(best) && s.domain[best].len() > 1 {
-        return None;
-    }
-    Some(best)
+        .filter(|sum| sum.dims_used().len() >= 2)
+        .flat_map(|sum| sum.dims_used())
+        .filter(|&d| s.domain[d].len() <= 1 || may_split_along(s, d, rounding))
+        .min_by_key(|&d| (s.domain[d].len(), d))
 }
 
 /// For a copy: a range `[lo, hi)` of one dim, strictly inside its range, where some affine
@@ -237,7 +230,6 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         return None;
     }
     let simp = Simplifier::new(&s.domain)?;
-    let outermost = s.domain.iter().position(|r| r.len() > 1);
     s.guard.iter().find_map(|c| {
         let sum = simp.sum_of(&c.expr).filter(Sum::is_linear)?;
         let dims = sum.dims_used();
@@ -247,7 +239,8 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         let d = dims
             .into_iter()
             .max_by_key(|&d| (s.domain[d].len(), std::cmp::Reverse(d)))?;
-        if order_matters(s) && outermost != Some(d) {
+        // Only copies come here: no additions to round.
+        if !may_split_along(s, d, false) {
             return None;
         }
         let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
@@ -326,8 +319,9 @@ mod tests {
         let k = parse_kernel(text).unwrap_or_else(|e| panic!("{}", e.render(text)));
         let mut left = budget;
         let mut stmts = Vec::new();
+        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
         for s in &k.stmts {
-            split(s, &mut left, &mut stmts);
+            split(s, rounding, &mut left, &mut stmts);
         }
         let out = Kernel {
             stmts: stmts.clone(),
