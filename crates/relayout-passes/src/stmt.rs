@@ -331,9 +331,8 @@ pub(crate) fn dst_injective(stmt: &Stmt) -> bool {
 /// True when reordering the points of the statement may change which value an element ends
 /// with: a copy whose writes are not proven disjoint. A fill writes zeros wherever it writes.
 /// An `accumulate` ends with the same value in any order for integers, but its float sums
-/// round in the order of their terms: `split-guards` asks [`may_split_along`], which covers
-/// both (`split-dims` and `peel-dims` may still reorder a float accumulate's points, which no
-/// Col2Im of the tests makes them do).
+/// round in the order of their terms: the passes that split statements ask
+/// [`may_split_along`], which covers both.
 pub(crate) fn order_matters(stmt: &Stmt) -> bool {
     matches!(stmt.action, Action::Copy { .. }) && !dst_injective(stmt)
 }

@@ -21,11 +21,12 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    canonicalize_stmt, describe, exprs, fix_dim, needs_lowering_help, order_matters, with_range,
+    canonicalize_stmt, describe, exprs, fix_dim, may_split_along, needs_lowering_help,
+    order_matters, with_range,
 };
 use crate::sum::Sum;
 use crate::PassError;
-use relayout_ir::{Kernel, Stmt};
+use relayout_ir::{Action, Kernel, Stmt};
 
 /// Statements the pass may create per kernel.
 const MAX_STATEMENTS: usize = 16384;
@@ -40,8 +41,9 @@ impl IndexPass for PeelDims {
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
+        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
         for (i, s) in k.stmts.iter().enumerate() {
-            peel(i, s, &mut budget, &mut stmts)?;
+            peel(i, s, rounding, &mut budget, &mut stmts)?;
         }
         Ok(Kernel { stmts, ..k.clone() })
     }
@@ -57,9 +59,11 @@ fn fail(message: String) -> PassError {
 }
 
 /// Appends the pieces of `stmt` (statement `index` of the input) to `out`, in order.
+/// `rounding`: the kernel's additions round (see `stmt::may_split_along`).
 fn peel(
     index: usize,
     stmt: &Stmt,
+    rounding: bool,
     budget: &mut usize,
     out: &mut Vec<Stmt>,
 ) -> Result<(), PassError> {
@@ -70,7 +74,7 @@ fn peel(
         out.push(s);
         return Ok(());
     }
-    let cut = choose(&s).ok_or_else(|| {
+    let cut = choose(&s, rounding).ok_or_else(|| {
         fail(format!(
             "{} keeps a guard or a floordiv/mod that no cut removes",
             describe(index, stmt)
@@ -85,7 +89,7 @@ fn peel(
     let pieces = apply(&s, cut);
     *budget -= pieces.len();
     for p in &pieces {
-        peel(index, p, budget, out)?;
+        peel(index, p, rounding, budget, out)?;
     }
     Ok(())
 }
@@ -103,7 +107,7 @@ enum Cut {
 ///
 /// Every cut makes progress: a peel removes a dim, and a split is taken only when it makes at
 /// least two pieces, each with a shorter range.
-fn choose(s: &Stmt) -> Option<Cut> {
+fn choose(s: &Stmt, rounding: bool) -> Option<Cut> {
     let simp = Simplifier::new(&s.domain)?;
     let mut cuts = candidates(s, &simp);
     if order_matters(s) {
@@ -113,6 +117,22 @@ fn choose(s: &Stmt) -> Option<Cut> {
         };
         cuts.retain(|c| matches!(c, Cut::Split { d: x, .. } if *x == d));
         cuts.push(Cut::Peel { d });
+    } else if rounding && matches!(s.action, Action::Accumulate { .. }) {
+        // Float sums round in the order of their terms: prefer cuts along dims that keep the
+        // order of the points adding into the same element. When there is none, any cut:
+        // the op still lowers, and a float result may differ from the definition's by
+        // rounding (which no tested shape comes to).
+        let in_order: Vec<Cut> = cuts
+            .iter()
+            .copied()
+            .filter(|&c| {
+                let (Cut::Split { d, .. } | Cut::Peel { d }) = c;
+                may_split_along(s, d, true)
+            })
+            .collect();
+        if !in_order.is_empty() {
+            cuts = in_order;
+        }
     }
     let best = cuts
         .into_iter()

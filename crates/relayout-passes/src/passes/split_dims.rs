@@ -29,7 +29,9 @@
 
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
-use crate::stmt::{canonicalize_stmt, exprs, order_matters, substitute, with_range};
+use crate::stmt::{
+    canonicalize_stmt, exprs, may_split_along, order_matters, substitute, with_range,
+};
 use crate::sum::{Atom, Sum};
 use crate::PassError;
 use relayout_ir::{AffineExpr, DimRange, Kernel, Stmt};
@@ -49,7 +51,11 @@ impl IndexPass for SplitDims {
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
         Ok(Kernel {
-            stmts: k.stmts.iter().flat_map(split_stmt).collect(),
+            stmts: k
+                .stmts
+                .iter()
+                .flat_map(|s| split_stmt(s, k.dst.dtype.is_float() || k.dst.dtype.is_complex()))
+                .collect(),
             ..k.clone()
         })
     }
@@ -57,8 +63,9 @@ impl IndexPass for SplitDims {
 
 impl_pass!(index SplitDims);
 
-/// The statement, split until no dim can be split further.
-fn split_stmt(stmt: &Stmt) -> Vec<Stmt> {
+/// The statement, split until no dim can be split further. `rounding`: the kernel's additions
+/// round (see `stmt::may_split_along`).
+fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
     let mut stmts: Vec<Stmt> = canonicalize_stmt(stmt).into_iter().collect();
     for _ in 0..MAX_ROUNDS {
         let mut changed = false;
@@ -66,7 +73,7 @@ fn split_stmt(stmt: &Stmt) -> Vec<Stmt> {
         for (i, s) in stmts.iter().enumerate() {
             // Statements still to come keep at least one slot each.
             let room = MAX_PIECES.saturating_sub(next.len() + (stmts.len() - i - 1));
-            match split_once(s) {
+            match split_once(s, rounding) {
                 Some(pieces) if pieces.len() <= room => {
                     changed = true;
                     next.extend(pieces.iter().filter_map(canonicalize_stmt));
@@ -150,12 +157,12 @@ fn chain(points: &BTreeSet<i64>) -> Vec<i64> {
 }
 
 /// One split of one dim, or `None` when no dim can be split.
-fn split_once(stmt: &Stmt) -> Option<Vec<Stmt>> {
+fn split_once(stmt: &Stmt, rounding: bool) -> Option<Vec<Stmt>> {
     let points = radix_points(stmt)?;
     for ((dim, offset), pts) in points {
         let mut radices = chain(&pts);
         while !radices.is_empty() {
-            if let Some(pieces) = split_dim(stmt, dim, offset, &radices) {
+            if let Some(pieces) = split_dim(stmt, dim, offset, &radices, rounding) {
                 return Some(pieces);
             }
             radices.pop();
@@ -167,7 +174,13 @@ fn split_once(stmt: &Stmt) -> Option<Vec<Stmt>> {
 /// Splits `dim` at the radix points `radices` (ascending, a divisibility chain) of
 /// `u = dim + offset`; `None` when the range of `u` does not cross a multiple of the largest
 /// radix, or when partial blocks would have to be split off a statement whose order matters.
-fn split_dim(stmt: &Stmt, dim: usize, offset: i64, radices: &[i64]) -> Option<Vec<Stmt>> {
+fn split_dim(
+    stmt: &Stmt,
+    dim: usize,
+    offset: i64,
+    radices: &[i64],
+    rounding: bool,
+) -> Option<Vec<Stmt>> {
     let top = *radices.last()?;
     let r = stmt.domain[dim];
     let (u0, u1) = (r.lo.checked_add(offset)?, r.hi.checked_add(offset)?);
@@ -175,7 +188,8 @@ fn split_dim(stmt: &Stmt, dim: usize, offset: i64, radices: &[i64]) -> Option<Ve
     let a = u0.checked_add((top - u0.rem_euclid(top)) % top)?;
     let z = u1.checked_sub(u1.rem_euclid(top))?;
     let outermost = stmt.domain[..dim].iter().all(|r| r.len() <= 1);
-    let may_reorder = outermost || !order_matters(stmt);
+    // A float accumulate's additions round in their order: see `stmt::may_split_along`.
+    let may_reorder = outermost || (!order_matters(stmt) && may_split_along(stmt, dim, rounding));
     if a >= z {
         // No full block. If the range crosses one multiple of `top` (it is then `a`), cut
         // there: on each side the quotient by `top` is constant.
