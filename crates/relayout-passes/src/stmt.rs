@@ -337,6 +337,12 @@ pub(crate) fn order_matters(stmt: &Stmt) -> bool {
     matches!(stmt.action, Action::Copy { .. }) && !dst_injective(stmt)
 }
 
+/// Whether additions of `dtype` round, so that their order shows in the result: floats and
+/// complex numbers. Integers wrap the same way in any order (and bool's `or` has no order).
+pub(crate) fn additions_round(dtype: relayout_ir::DType) -> bool {
+    dtype.is_float() || dtype.is_complex()
+}
+
 /// Whether running the statement as one statement per value (or interval) of dim `d`, in
 /// order, keeps the order in which any two points that write the same element run, so that
 /// every element gets the same writes, or for `accumulate` the same additions, in the same

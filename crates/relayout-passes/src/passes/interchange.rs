@@ -27,8 +27,9 @@
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::coalesce::coalesce_stmt;
 use crate::passes::output_stationary::reduction_split;
+use crate::stmt::additions_round;
 use crate::PassError;
-use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,7 +43,7 @@ impl LoopPass for Interchange {
             stmts: k
                 .stmts
                 .iter()
-                .map(|s| interchange_stmt(s, rounds(k.dst.dtype)))
+                .map(|s| interchange_stmt(s, additions_round(k.dst.dtype)))
                 .collect(),
             ..k.clone()
         })
@@ -51,13 +52,7 @@ impl LoopPass for Interchange {
 
 impl_pass!(loops Interchange);
 
-/// Whether additions of `dtype` round, so that their order shows in the result (integer
-/// additions wrap the same way in any order).
-fn rounds(dtype: DType) -> bool {
-    dtype.is_float() || dtype.is_complex()
-}
-
-/// `rounding`: the statement's additions round (see [`rounds`]).
+/// `rounding`: the statement's additions round (see `stmt::additions_round`).
 fn interchange_stmt(s: &LoopStmt, rounding: bool) -> LoopStmt {
     let split = reduction_split(s);
     if split < s.loops.len() {

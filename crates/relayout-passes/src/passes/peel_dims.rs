@@ -21,8 +21,8 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    canonicalize_stmt, describe, exprs, fix_dim, may_split_along, needs_lowering_help,
-    order_matters, with_range,
+    additions_round, canonicalize_stmt, describe, exprs, fix_dim, may_split_along,
+    needs_lowering_help, order_matters, with_range,
 };
 use crate::sum::Sum;
 use crate::PassError;
@@ -41,7 +41,7 @@ impl IndexPass for PeelDims {
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
-        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
+        let rounding = additions_round(k.dst.dtype);
         for (i, s) in k.stmts.iter().enumerate() {
             peel(i, s, rounding, &mut budget, &mut stmts)?;
         }

@@ -30,7 +30,8 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    canonicalize_stmt, exprs, may_split_along, order_matters, substitute, with_range,
+    additions_round, canonicalize_stmt, exprs, may_split_along, order_matters, substitute,
+    with_range,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -54,7 +55,7 @@ impl IndexPass for SplitDims {
             stmts: k
                 .stmts
                 .iter()
-                .flat_map(|s| split_stmt(s, k.dst.dtype.is_float() || k.dst.dtype.is_complex()))
+                .flat_map(|s| split_stmt(s, additions_round(k.dst.dtype)))
                 .collect(),
             ..k.clone()
         })

@@ -39,7 +39,9 @@
 use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
-use crate::stmt::{canonicalize_stmt, dst_box, fix_dim, may_split_along, solve_scaled, with_range};
+use crate::stmt::{
+    additions_round, canonicalize_stmt, dst_box, fix_dim, may_split_along, solve_scaled, with_range,
+};
 use crate::sum::{Atom, Sum};
 use crate::PassError;
 use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Scalar, Stmt};
@@ -59,7 +61,7 @@ impl IndexPass for SplitGuards {
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
-        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
+        let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
             split(s, rounding, &mut budget, &mut stmts);
         }
@@ -319,7 +321,7 @@ mod tests {
         let k = parse_kernel(text).unwrap_or_else(|e| panic!("{}", e.render(text)));
         let mut left = budget;
         let mut stmts = Vec::new();
-        let rounding = k.dst.dtype.is_float() || k.dst.dtype.is_complex();
+        let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
             split(s, rounding, &mut left, &mut stmts);
         }
