@@ -95,15 +95,8 @@ pub(crate) fn emit_row(
     if row.count < lanes {
         for k in 0..row.count as i64 {
             for (from, p) in row.phases() {
-                element(
-                    b,
-                    adder,
-                    terms,
-                    src,
-                    k * size + from,
-                    dst,
-                    (2 * k + p) * size,
-                );
+                let (at, to) = (k * size + from, (2 * k + p) * size);
+                sum::element(b, adder, true, terms, (src, at), (dst, to));
             }
         }
         return Ok(());
@@ -172,25 +165,6 @@ fn vector(
         let v = b.ins().shuffle(even, odd, imm);
         store(b, v, dst, 2 * at + 16 * half as i64);
     }
-}
-
-/// The sum of one element at source byte `from` and destination byte `to`, from +0.0.
-fn element(
-    b: &mut FunctionBuilder,
-    adder: Adder,
-    terms: &[i64],
-    src: Addr,
-    from: i64,
-    dst: Addr,
-    to: i64,
-) {
-    let ty = adder.lane();
-    let mut acc = sum::zeros(b, ty);
-    for &t in terms {
-        let x = load(b, ty, src, t + from);
-        acc = adder.add_elements(b, acc, x);
-    }
-    store(b, acc, dst, to);
 }
 
 /// `v` as 16 bytes, the operand type of `shuffle`.

@@ -106,19 +106,21 @@ pub(crate) fn emit_run(
                 dst,
                 (step, step),
                 &mut |b, s, d| {
-                    element(b, adder, zero, terms, s, d, 0);
+                    element(b, adder, zero, terms, (s, 0), (d, 0));
                     Ok(())
                 },
             );
         }
         for k in 0..count {
-            element(b, adder, zero, terms, src, dst, k as i64 * step);
+            let at = k as i64 * step;
+            element(b, adder, zero, terms, (src, at), (dst, at));
         }
         return Ok(());
     }
     if bytes < 16 {
         for k in 0..bytes / size {
-            element(b, adder, zero, terms, src, dst, (k * size) as i64);
+            let at = (k * size) as i64;
+            element(b, adder, zero, terms, (src, at), (dst, at));
         }
         return Ok(());
     }
@@ -199,27 +201,29 @@ fn vectors(
     }
 }
 
-/// Sums the element at `delta` over every term.
-fn element(
+/// Emits `dst[to] += src[t + from]` for one element and every `t` of `terms` in order, the
+/// destination read and written once; with `zero`, the sum starts from +0.0 and the
+/// destination is only written. `sum.rs` sums an element in place (`from == to`), `phases.rs`
+/// one of a phase into its interleaved place.
+pub(crate) fn element(
     b: &mut FunctionBuilder,
     adder: Adder,
     zero: bool,
     terms: &[i64],
-    src: Addr,
-    dst: Addr,
-    delta: i64,
+    (src, from): (Addr, i64),
+    (dst, to): (Addr, i64),
 ) {
     let ty = adder.lane();
     let mut acc = if zero {
         zeros(b, ty)
     } else {
-        load(b, ty, dst, delta)
+        load(b, ty, dst, to)
     };
     for &t in terms {
-        let x = load(b, ty, src, t + delta);
+        let x = load(b, ty, src, t + from);
         acc = adder.add_elements(b, acc, x);
     }
-    store(b, acc, dst, delta);
+    store(b, acc, dst, to);
 }
 
 /// A value of type `ty` (a lane or a vector of lanes) with all bits zero: +0.0 for floats.
