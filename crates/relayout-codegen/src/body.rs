@@ -74,16 +74,13 @@ impl Body {
 
     /// Prepares the body of an accumulate whose reduction loops (see `sum.rs`) have their
     /// points at `terms`, source offsets relative to the first; with `zero`, the sums start from
-    /// +0.0. With `row`, a run is a row of every other element, of one phase or two
-    /// (`phases.rs`; sums from +0.0 only).
-    #[allow(clippy::too_many_arguments)]
+    /// +0.0.
     pub fn sum(
         b: &mut FunctionBuilder,
         zero: bool,
         dtype: DType,
         bytes: u64,
         terms: Vec<i64>,
-        row: Option<Row>,
         config: TargetFrontendConfig,
         imports: &mut dyn Imports,
     ) -> Result<Body, CodegenError> {
@@ -93,8 +90,14 @@ impl Body {
             config,
             terms,
             zero,
-            row,
+            row: None,
         })
+    }
+
+    /// The sum body with `row`: a run is a row of every other element, of one phase or two
+    /// (`phases.rs`; sums from +0.0 only).
+    pub fn in_rows(self, row: Option<Row>) -> Body {
+        Body { row, ..self }
     }
 
     /// Whether the body writes with streaming stores, which need a fence before returning.

@@ -394,8 +394,8 @@ fn prepare<'s>(
     });
     if let Some((outer, terms, row)) = summed {
         let zero = stmt.action == LoopAction::Sum;
-        let dtype = kernel.dtype();
-        let body = Body::sum(b, zero, dtype, stmt.bytes, terms, row, config, imports)?;
+        let body = Body::sum(b, zero, kernel.dtype(), stmt.bytes, terms, config, imports)?;
+        let body = body.in_rows(row);
         return Ok((Cow::Owned(outer), body));
     }
     if stmt.action == LoopAction::Sum {
