@@ -15,30 +15,8 @@ use relayout::ir::{interpret, interpret_loops, AnyKernel, DType, TensorType};
 use relayout::passes::{PassManager, Pipeline, DEFAULT_PIPELINE};
 use relayout::Op;
 
-/// Values whose sums round differently in another order: large and tiny magnitudes of both
-/// signs mixed, and runs of -0.0 (a sum of only -0.0 terms from +0.0 is +0.0).
-fn values(dtype: DType, count: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    let mut out = Vec::with_capacity(count * dtype.size() as usize);
-    for i in 0..count {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let r = x >> 33;
-        let v: f64 = match (i / 5) % 5 {
-            0 => -0.0,
-            1 => (r % 2001) as f64 - 1000.0,
-            2 => ((r % 2001) as f64 - 1000.0) / 3.0 * 1e-7,
-            3 => ((r % 2001) as f64 - 1000.0) * 1e7 + 0.1,
-            _ => f64::from(r as u32) / 7.0 - 3e8,
-        };
-        match dtype {
-            DType::F32 => out.extend((v as f32).to_le_bytes()),
-            _ => out.extend(v.to_le_bytes()),
-        }
-    }
-    out
-}
+#[path = "support/float_sums.rs"]
+mod float_sums;
 
 /// The first pass after which the interpreter's result differs from `want`, if any.
 fn first_pass_that_differs(
@@ -95,7 +73,7 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
                     };
                     let input = TensorType::new(dtype, [2, (3 * k * k) as u64, blocks as u64]);
                     let count = (2 * 3 * k * k * blocks) as usize;
-                    let src = values(dtype, count, seed);
+                    let src = float_sums::values(dtype, count, seed, 5);
                     seed += 1;
                     cases += 1;
                     let want = relayout_reference::reference(&op, &input, &src).unwrap();

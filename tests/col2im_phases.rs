@@ -8,6 +8,9 @@
 use relayout::ir::{interpret_loops, DType, TensorType};
 use relayout::{compile, Op};
 
+#[path = "support/float_sums.rs"]
+mod float_sums;
+
 /// The codegen notes of a row of two phases, and of a phase summed alone.
 const PAIRED: &str = "two interleaved phases";
 const ALONE: &str = "every other element";
@@ -33,32 +36,6 @@ fn col2im(dtype: DType, n: u64, c: u64, dims: &[Dim]) -> (Op, TensorType) {
         pads,
     };
     (op, TensorType::new(dtype, [n, c * kernel, blocks]))
-}
-
-/// Finite values of every magnitude and sign, with a run of -0.0 (a sum of only -0.0 is
-/// +0.0 from +0.0, but -0.0 from its first term) and values whose sums round differently in
-/// another order.
-fn values(dtype: DType, count: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    let mut out = Vec::new();
-    for i in 0..count {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let r = x >> 33;
-        let v: f64 = match (i / 7) % 5 {
-            0 => -0.0,
-            1 => (r % 2001) as f64 - 1000.0,
-            2 => ((r % 2001) as f64 - 1000.0) / 3.0 * 1e-7,
-            3 => ((r % 2001) as f64 - 1000.0) * 1e7 + 0.1,
-            _ => f64::from(r as u32) / 7.0 - 3e8,
-        };
-        match dtype {
-            DType::F32 => out.extend((v as f32).to_le_bytes()),
-            _ => out.extend(v.to_le_bytes()),
-        }
-    }
-    out
 }
 
 /// The loop IR of the default pipeline without `pair-phases`: what the kernel computed before
@@ -90,7 +67,7 @@ fn check(op: &Op, input: &TensorType, note: Option<&str>, seed: u64) -> bool {
         );
     }
     let count = (input.size_bytes().unwrap() / input.dtype.size()) as usize;
-    let src = values(input.dtype, count, seed);
+    let src = float_sums::values(input.dtype, count, seed, 7);
     let reference = relayout_reference::reference(op, input, &src).unwrap();
     let mut want = vec![0x11u8; reference.len()];
     interpret_loops(&unpaired(op, input), &src, &mut want).unwrap();
