@@ -332,7 +332,7 @@ pub(crate) fn dst_injective(stmt: &Stmt) -> bool {
 /// with: a copy whose writes are not proven disjoint. A fill writes zeros wherever it writes.
 /// An `accumulate` ends with the same value in any order for integers, but its float sums
 /// round in the order of their terms: the passes that split statements ask
-/// [`may_split_along`], which covers both.
+/// [`splittable_dims`], which covers both.
 pub(crate) fn order_matters(stmt: &Stmt) -> bool {
     matches!(stmt.action, Action::Copy { .. }) && !dst_injective(stmt)
 }
@@ -343,10 +343,11 @@ pub(crate) fn additions_round(dtype: relayout_ir::DType) -> bool {
     dtype.is_float() || dtype.is_complex()
 }
 
-/// Whether running the statement as one statement per value (or interval) of dim `d`, in
-/// order, keeps the order in which any two points that write the same element run, so that
-/// every element gets the same writes, or for `accumulate` the same additions, in the same
-/// order (floats round after each addition, so their order shows in the bits).
+/// For each dim `d`: whether running the statement as one statement per value (or interval)
+/// of `d`, in order, keeps the order in which any two points that write the same element
+/// run, so that every element gets the same writes, or for `accumulate` the same additions,
+/// in the same order (floats round after each addition, so their order shows in the bits).
+/// Computed once per statement, for the passes that weigh several dims.
 ///
 /// The split runs the points in the order of (`d`, then all dims). Two points that write the
 /// same element agree on every dim that *separates* the destination (a dim that is alone in
@@ -358,16 +359,17 @@ pub(crate) fn additions_round(dtype: relayout_ir::DType) -> bool {
 ///
 /// `rounding`: the kernel's additions round (floats and complex numbers); integer sums wrap
 /// the same way in any order, so their accumulates may be split along any dim.
-pub(crate) fn may_split_along(stmt: &Stmt, d: usize, rounding: bool) -> bool {
+pub(crate) fn splittable_dims(stmt: &Stmt, rounding: bool) -> Vec<bool> {
+    let n = stmt.domain.len();
     let sensitive =
         order_matters(stmt) || (rounding && matches!(stmt.action, Action::Accumulate { .. }));
     if !sensitive {
-        return true;
+        return vec![true; n];
     }
     let Some(simp) = Simplifier::new(&stmt.domain) else {
-        return false;
+        return vec![false; n];
     };
-    let mut separates = vec![false; stmt.domain.len()];
+    let mut separates = vec![false; n];
     for e in &stmt.dst {
         let Some(sum) = simp.sum_of(e).filter(Sum::is_linear) else {
             continue;
@@ -376,10 +378,14 @@ pub(crate) fn may_split_along(stmt: &Stmt, d: usize, rounding: bool) -> bool {
             separates[only] = true;
         }
     }
-    stmt.domain[..d]
-        .iter()
-        .zip(&separates)
-        .all(|(r, &sep)| r.len() <= 1 || sep)
+    // Dim `d` may be split while every dim before it is fixed or separates.
+    let mut out = Vec::with_capacity(n);
+    let mut so_far = true;
+    for (r, sep) in stmt.domain.iter().zip(separates) {
+        out.push(so_far);
+        so_far &= r.len() <= 1 || sep;
+    }
+    out
 }
 
 /// The box of destination elements the statement writes, as one half-open range per

@@ -2,7 +2,8 @@
 //! one the even and one the odd elements (the column phases of a stride-2 Col2Im), into one
 //! sum with an extra loop of two iterations that steps by one element, so that code
 //! generation can sum each phase as whole source vectors and store the two interleaved as
-//! whole destination vectors (`sum.rs`), instead of one element at a time.
+//! whole destination vectors (`relayout-codegen`'s `phases.rs`), instead of one element at a
+//! time.
 //!
 //! What it does: for each `accumulate N bytes ... = 0 + ...` (`LoopAction::Sum`) whose run
 //! is one element and whose innermost loop outside the reduction loops steps the source by

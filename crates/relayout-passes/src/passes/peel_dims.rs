@@ -21,8 +21,8 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, describe, exprs, fix_dim, may_split_along,
-    needs_lowering_help, order_matters, with_range,
+    additions_round, canonicalize_stmt, describe, exprs, fix_dim, needs_lowering_help,
+    order_matters, splittable_dims, with_range,
 };
 use crate::sum::Sum;
 use crate::PassError;
@@ -59,7 +59,7 @@ fn fail(message: String) -> PassError {
 }
 
 /// Appends the pieces of `stmt` (statement `index` of the input) to `out`, in order.
-/// `rounding`: the kernel's additions round (see `stmt::may_split_along`).
+/// `rounding`: the kernel's additions round (see `stmt::splittable_dims`).
 fn peel(
     index: usize,
     stmt: &Stmt,
@@ -122,12 +122,13 @@ fn choose(s: &Stmt, rounding: bool) -> Option<Cut> {
         // order of the points adding into the same element. When there is none, any cut:
         // the op still lowers, and a float result may differ from the definition's by
         // rounding (which no tested shape comes to).
+        let splittable = splittable_dims(s, true);
         let in_order: Vec<Cut> = cuts
             .iter()
             .copied()
             .filter(|&c| {
                 let (Cut::Split { d, .. } | Cut::Peel { d }) = c;
-                may_split_along(s, d, true)
+                splittable[d]
             })
             .collect();
         if !in_order.is_empty() {

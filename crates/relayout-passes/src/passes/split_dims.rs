@@ -30,7 +30,7 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, exprs, may_split_along, order_matters, substitute,
+    additions_round, canonicalize_stmt, exprs, order_matters, splittable_dims, substitute,
     with_range,
 };
 use crate::sum::{Atom, Sum};
@@ -65,7 +65,7 @@ impl IndexPass for SplitDims {
 impl_pass!(index SplitDims);
 
 /// The statement, split until no dim can be split further. `rounding`: the kernel's additions
-/// round (see `stmt::may_split_along`).
+/// round (see `stmt::splittable_dims`).
 fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
     let mut stmts: Vec<Stmt> = canonicalize_stmt(stmt).into_iter().collect();
     for _ in 0..MAX_ROUNDS {
@@ -189,8 +189,8 @@ fn split_dim(
     let a = u0.checked_add((top - u0.rem_euclid(top)) % top)?;
     let z = u1.checked_sub(u1.rem_euclid(top))?;
     let outermost = stmt.domain[..dim].iter().all(|r| r.len() <= 1);
-    // A float accumulate's additions round in their order: see `stmt::may_split_along`.
-    let may_reorder = outermost || (!order_matters(stmt) && may_split_along(stmt, dim, rounding));
+    // A float accumulate's additions round in their order: see `stmt::splittable_dims`.
+    let may_reorder = outermost || (!order_matters(stmt) && splittable_dims(stmt, rounding)[dim]);
     if a >= z {
         // No full block. If the range crosses one multiple of `top` (it is then `a`), cut
         // there: on each side the quotient by `top` is constant.

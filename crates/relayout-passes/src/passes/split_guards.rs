@@ -28,7 +28,7 @@
 //! Peeling and cutting run the points in another order, so a statement whose points may
 //! write the same element (a copy not proven injective, or an `accumulate`, whose float sums
 //! round in their order) is peeled or cut only along a dim before which every dim separates
-//! its writes (see `stmt::may_split_along`): each element keeps its writes in their order,
+//! its writes (see `stmt::splittable_dims`): each element keeps its writes in their order,
 //! and Col2Im's float results stay bit-exact.
 //!
 //! What it does not do: split on a constraint that holds a `floordiv` or `mod` (`split-dims`
@@ -40,7 +40,7 @@ use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, dst_box, fix_dim, may_split_along, solve_scaled, with_range,
+    additions_round, canonicalize_stmt, dst_box, fix_dim, solve_scaled, splittable_dims, with_range,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -75,7 +75,7 @@ impl IndexPass for SplitGuards {
 impl_pass!(index SplitGuards);
 
 /// Appends the guard-free pieces of `stmt` to `out`, in order. `rounding`: the kernel's
-/// additions round (see `stmt::may_split_along`).
+/// additions round (see `stmt::splittable_dims`).
 fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
@@ -127,10 +127,11 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
 /// the constraint on the third; on each piece of the second kind `d` has at most
 /// `(max r - min r) / |b| + 1` values, few when `b` is the coarse digit of a mixed radix (`d0 + d1 * B`, `d0` in `[0, B)`),
 /// and peeling it makes the constraint single-dim. The dim with the fewest such edge values is
-/// cut, among the dims the statement may be split along (`stmt::may_split_along`).
+/// cut, among the dims the statement may be split along (`stmt::splittable_dims`).
 /// `None` when no cut makes two pieces or more (then every piece is of one kind already).
 fn band_cut(s: &Stmt, rounding: bool) -> Option<Vec<Stmt>> {
     let simp = Simplifier::new(&s.domain)?;
+    let splittable = splittable_dims(s, rounding);
     // (values of the dim where the constraint holds for some points only, dim, pieces)
     let mut best: Option<(u64, usize, Pieces)> = None;
     for c in &s.guard {
@@ -142,7 +143,7 @@ fn band_cut(s: &Stmt, rounding: bool) -> Option<Vec<Stmt>> {
         }
         for (atom, b) in sum.terms() {
             let Atom::Dim(d) = *atom else { continue };
-            if !may_split_along(s, d, rounding) {
+            if !splittable[d] {
                 continue;
             }
             let (_, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
@@ -201,19 +202,20 @@ fn cut_at(range: DimRange, points: Vec<i64>) -> Pieces {
 
 /// The dim to peel: over the affine multi-dim constraints, the dim with the fewest values
 /// (the first on ties) among those the statement may be split along
-/// (`stmt::may_split_along`: for Col2Im's accumulates, a kernel position rather than the
+/// (`stmt::splittable_dims`: for Col2Im's accumulates, a kernel position rather than the
 /// block position after it, whose peeling would add each cell's contributions in another
 /// order). Fixing a dim with one value (what a cut can leave) keeps the order of the points.
 /// `None` when no constraint is affine in several dims, or none of their dims may be split.
 fn dim_to_peel(s: &Stmt, rounding: bool) -> Option<usize> {
     let simp = Simplifier::new(&s.domain)?;
+    let splittable = splittable_dims(s, rounding);
     s.guard
         .iter()
         .filter_map(|c| simp.sum_of(&c.expr))
         .filter(|sum| sum.is_linear())
         .filter(|sum| sum.dims_used().len() >= 2)
         .flat_map(|sum| sum.dims_used())
-        .filter(|&d| s.domain[d].len() <= 1 || may_split_along(s, d, rounding))
+        .filter(|&d| s.domain[d].len() <= 1 || splittable[d])
         .min_by_key(|&d| (s.domain[d].len(), d))
 }
 
@@ -232,6 +234,8 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         return None;
     }
     let simp = Simplifier::new(&s.domain)?;
+    // Only copies come here: no additions to round.
+    let splittable = splittable_dims(s, false);
     s.guard.iter().find_map(|c| {
         let sum = simp.sum_of(&c.expr).filter(Sum::is_linear)?;
         let dims = sum.dims_used();
@@ -241,8 +245,7 @@ fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
         let d = dims
             .into_iter()
             .max_by_key(|&d| (s.domain[d].len(), std::cmp::Reverse(d)))?;
-        // Only copies come here: no additions to round.
-        if !may_split_along(s, d, false) {
+        if !splittable[d] {
             return None;
         }
         let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
