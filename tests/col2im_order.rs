@@ -40,6 +40,26 @@ fn first_pass_that_differs(
     first
 }
 
+/// How `op` on `input` (float values of run lengths of -0.0 from `seed`) differs from the
+/// reference: the first pass whose interpreter result differs and whether the JIT's does, or
+/// `None` when both are bit-exact.
+fn differs(op: &Op, input: &TensorType, seed: u64) -> Option<String> {
+    let count = input.num_elements().unwrap() as usize;
+    let src = float_sums::values(input.dtype, count, seed, 5);
+    let want = relayout_reference::reference(op, input, &src).unwrap();
+    let lowered = op.lower(input).unwrap();
+    let pass = first_pass_that_differs(&lowered, &src, &want);
+    let kernel = relayout::compile(op, input).unwrap();
+    let mut got = vec![0x5au8; want.len()];
+    kernel.run(&src, &mut got).unwrap();
+    (pass.is_some() || got != want).then(|| {
+        format!(
+            "{op:?} on {input}: first pass that differs {pass:?}, JIT {}",
+            if got == want { "exact" } else { "differs" }
+        )
+    })
+}
+
 #[test]
 fn float_col2im_adds_in_the_order_of_its_definition() {
     let mut failures = Vec::new();
@@ -51,6 +71,7 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
                 for (dil, pads) in [
                     (1i64, [0i64, 0, 0, 0]),
                     (1, [1, 1, 1, 1]),
+                    (1, [0, 1, 0, 2]),
                     (2, [2, 0, 1, 2]),
                 ] {
                     let ext = dil * (k - 1) + 1;
@@ -72,27 +93,60 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
                         DType::F64
                     };
                     let input = TensorType::new(dtype, [2, (3 * k * k) as u64, blocks as u64]);
-                    let count = (2 * 3 * k * k * blocks) as usize;
-                    let src = float_sums::values(dtype, count, seed, 5);
+                    failures.extend(differs(&op, &input, seed));
                     seed += 1;
                     cases += 1;
-                    let want = relayout_reference::reference(&op, &input, &src).unwrap();
-                    let lowered = op.lower(&input).unwrap();
-                    let pass = first_pass_that_differs(&lowered, &src, &want);
-                    let kernel = relayout::compile(&op, &input).unwrap();
-                    let mut got = vec![0x5au8; want.len()];
-                    kernel.run(&src, &mut got).unwrap();
-                    if pass.is_some() || got != want {
-                        failures.push(format!(
-                            "{op:?} on {input}: first pass that differs {pass:?}, JIT {}",
-                            if got == want { "exact" } else { "differs" }
-                        ));
-                    }
                 }
             }
         }
     }
     assert!(cases > 100, "only {cases} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Kernels of more than twenty positions, 3-D and 2-D, some padded along inner image dims
+/// only (where `peel-dims` must first peel the outer kernel dim to keep the order).
+#[test]
+fn float_col2im_of_many_kernel_positions_adds_in_the_order_of_its_definition() {
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let mut seed = 1000;
+    let shapes: [(&[i64], &[i64]); 5] = [
+        (&[5, 6, 7], &[3, 3, 3]),
+        (&[4, 9, 5], &[2, 3, 4]),
+        (&[9, 11], &[5, 5]),
+        (&[8, 13], &[6, 6]),
+        (&[3, 4, 18], &[3, 3, 3]),
+    ];
+    for (image, kernel) in shapes {
+        for pad in [0i64, 1, 2] {
+            let rank = image.len();
+            let pads: Vec<i64> = (0..2 * rank).map(|d| (pad + d as i64) % 3).collect();
+            let blocks: i64 = (0..rank)
+                .map(|d| image[d] + pads[d] + pads[d + rank] - kernel[d] + 1)
+                .product();
+            let op = Op::Col2Im {
+                image_shape: image.to_vec(),
+                block_shape: kernel.to_vec(),
+                strides: vec![1; rank],
+                dilations: vec![1; rank],
+                pads,
+            };
+            for dtype in [DType::F32, DType::F64] {
+                let positions: i64 = kernel.iter().product();
+                let input = TensorType::new(dtype, [2, (2 * positions) as u64, blocks as u64]);
+                failures.extend(differs(&op, &input, seed));
+                seed += 1;
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 30);
     assert!(
         failures.is_empty(),
         "{} of {cases}:\n{}",

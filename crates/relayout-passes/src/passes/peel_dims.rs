@@ -11,8 +11,11 @@
 //!
 //! The cut with the fewest pieces is taken first. Cutting runs the points in another order, so
 //! for a copy whose writes may collide (see `stmt::order_matters`) only the outermost dim with
-//! several values is cut (split or peeled), which keeps the order. Beyond a budget of statements per kernel the pass fails with an
-//! error naming the statement.
+//! several values is cut (split or peeled), which keeps the order. A float accumulation is cut
+//! only along dims before which every dim separates its writes (`stmt::splittable_dims`),
+//! peeling such a dim first when the cuts it needs are not (a Col2Im padded along inner image
+//! dims only: its outer kernel dim, so that each piece adds its kernel positions in order).
+//! Beyond a budget of statements per kernel the pass fails with an error naming the statement.
 //!
 //! What it does not do: anything to a statement that has neither a guard nor a `floordiv` or
 //! `mod`, or look for a cheaper formulation (`split-dims` and `split-guards` should have left
@@ -119,20 +122,32 @@ fn choose(s: &Stmt, rounding: bool) -> Option<Cut> {
         cuts.push(Cut::Peel { d });
     } else if rounding && matches!(s.action, Action::Accumulate { .. }) {
         // Float sums round in the order of their terms: prefer cuts along dims that keep the
-        // order of the points adding into the same element. When there is none, any cut:
-        // the op still lowers, and a float result may differ from the definition's by
-        // rounding (which no tested shape comes to).
+        // order of the points adding into the same element. When there is none, peel the
+        // innermost dim that keeps the order before the first dim a cut wants (a Col2Im's
+        // outer kernel dim when only inner image dims are padded): in each piece that dim is
+        // fixed, so a cut it stood in the way of may keep the order. Only when there is no
+        // such dim either, any cut: the op still lowers, and a float result may differ from
+        // the definition's by rounding.
         let splittable = splittable_dims(s, true);
+        let dim = |c: &Cut| {
+            let (Cut::Split { d, .. } | Cut::Peel { d }) = *c;
+            d
+        };
         let in_order: Vec<Cut> = cuts
             .iter()
             .copied()
-            .filter(|&c| {
-                let (Cut::Split { d, .. } | Cut::Peel { d }) = c;
-                splittable[d]
-            })
+            .filter(|c| splittable[dim(c)])
             .collect();
+        let first_wanted = cuts.iter().map(dim).min();
+        let before = first_wanted.and_then(|first| {
+            (0..first)
+                .rev()
+                .find(|&d| splittable[d] && s.domain[d].len() > 1)
+        });
         if !in_order.is_empty() {
             cuts = in_order;
+        } else if let Some(d) = before {
+            cuts = vec![Cut::Peel { d }];
         }
     }
     let best = cuts
