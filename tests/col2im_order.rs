@@ -110,7 +110,10 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
 }
 
 /// Kernels of more than twenty positions, 3-D and 2-D, some padded along inner image dims
-/// only (where `peel-dims` must first peel the outer kernel dim to keep the order).
+/// only (where `peel-dims` must first peel the outer kernel dim to keep the order), which
+/// `output-stationary` sums in consecutive chunks of kernel positions (3x3x3 in three chunks
+/// of nine, 6x6 by kernel rows, 2x3x4 by rows of four), each adding to what the one before
+/// stored.
 #[test]
 fn float_col2im_of_many_kernel_positions_adds_in_the_order_of_its_definition() {
     let mut failures = Vec::new();
