@@ -88,7 +88,8 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
              whole loop nest: the output is too large to stay in cache"
         ));
     }
-    if let Some(plan) = shuffle::plan(stmt, crate::function::src_bytes(k)) {
+    let (nest, proven) = crate::function::nest_in_band(k, index, stmt);
+    if let Some(plan) = shuffle::plan(&nest, proven) {
         return Some(if plan.reads_skipped_bytes() {
             format!(
                 "16-byte shuffle blocks: runs of {bytes} bytes gathered from whole vectors \

@@ -58,6 +58,17 @@ pub enum CodegenError {
         /// The statement's index.
         stmt: usize,
     },
+    /// A band member whose nest (after code generation took its reduction loops into the
+    /// body) has fewer loops than the band shares; the verifier's band check excludes it.
+    #[error("statement {stmt}: {loops} loops outside its body, fewer than the band's {depth}")]
+    BandDepth {
+        /// The statement's index.
+        stmt: usize,
+        /// The loops of its nest.
+        loops: usize,
+        /// The loops its band shares.
+        depth: usize,
+    },
     /// The generated code does its address arithmetic on 64-bit pointers.
     #[error(
         "relayout generates code for 64-bit targets only; this target has {bits}-bit pointers"

@@ -207,7 +207,7 @@ fn translate_entries(
                             .iter()
                             .map(|(i, stmt, body)| (*i, &**stmt, body))
                             .collect();
-                        emit_band(b, &members, src_bytes, args)?
+                        emit_band(b, &members, band.depth, src_bytes, args)?
                     }
                     (None, Some((i, stmt))) => {
                         let (stmt, body) = prepare(b, kernel, *i, stmt, config, imports)?;
@@ -259,48 +259,150 @@ fn emit_unit_stmt(
     emit_range(b, index, stmt, body, src_bytes, args, done)
 }
 
-/// A band: for each iteration `i` of `[start, min(end, extent))` of the loop its members
-/// share, every member's nest at outer iteration `i`, in statement order. Leaves the builder
-/// in the block after the loop.
+/// A band of `depth` shared loops: for each iteration `i` of `[start, min(end, extent))` of
+/// the outermost one and every iteration of the others, every member's nest inside them at
+/// that point, in statement order. Leaves the builder in the block after the loops.
 fn emit_band(
     b: &mut FunctionBuilder,
     members: &[(usize, &LoopStmt, &Body)],
+    depth: usize,
     src_bytes: u64,
-    [src, dst, start, end]: [cranelift_codegen::ir::Value; 4],
+    [src, dst, start, end]: [Value; 4],
 ) -> Result<(), CodegenError> {
-    let Some(extent) = members.first().and_then(|(_, s, _)| s.loops.first()) else {
+    let Some((_, first, _)) = members.first() else {
         return Ok(());
     };
+    let depth = depth.max(1);
+    let Some(shared) = first.loops.get(..depth) else {
+        return Err(CodegenError::BandDepth {
+            stmt: members[0].0,
+            loops: first.loops.len(),
+            depth,
+        });
+    };
     // Members share their outer loops, so an empty loop anywhere empties only that member.
-    let limit = b.ins().iconst(types::I64, extent.extent as i64);
+    let limit = b.ins().iconst(types::I64, shared[0].extent as i64);
     let end = b.ins().umin(end, limit);
-    let header = b.create_block();
-    let i = b.append_block_param(header, types::I64);
-    let work = b.create_block();
-    let after = b.create_block();
-    b.ins().jump(header, &[start.into()]);
-    b.switch_to_block(header);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
-    b.ins().brif(more, work, &[], after, &[]);
-    b.switch_to_block(work);
-    for &(index, stmt, body) in members {
+    let mut index = Vec::with_capacity(depth);
+    let mut afters = Vec::with_capacity(depth);
+    for (level, l) in shared.iter().enumerate() {
+        let (from, to) = if level == 0 {
+            (start, end)
+        } else {
+            (
+                b.ins().iconst(types::I64, 0),
+                b.ins().iconst(types::I64, l.extent as i64),
+            )
+        };
+        let header = b.create_block();
+        let i = b.append_block_param(header, types::I64);
+        let work = b.create_block();
+        let after = b.create_block();
+        b.ins().jump(header, &[from.into()]);
+        b.switch_to_block(header);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, i, to);
+        b.ins().brif(more, work, &[], after, &[]);
+        b.switch_to_block(work);
+        index.push((i, header));
+        afters.push(after);
+    }
+    for &(member, stmt, body) in members {
+        if stmt.loops.len() < depth {
+            return Err(CodegenError::BandDepth {
+                stmt: member,
+                loops: stmt.loops.len(),
+                depth,
+            });
+        }
         if stmt.loops.iter().any(|l| l.extent == 0) {
             continue;
         }
-        let outer = stmt.loops[0];
-        let src_stride = if body.reads_src() {
-            outer.src_stride
-        } else {
-            0
-        };
-        let s = base(b, src, stmt.src_offset, Some((i, src_stride)));
-        let d = base(b, dst, stmt.dst_offset, Some((i, outer.dst_stride)));
-        emit_nest(b, index, stmt, body, src_bytes, Count::Const(1), (s, d))?;
+        // The member's nest at this point of the band's outer loops: its loops from the
+        // innermost shared one on (that one run once, `Count::Const(1)`), from pointers
+        // advanced by every shared index.
+        let (s, d) = band_bases(b, stmt, body, &index, src, dst);
+        let (inner, proven) = band_nest(stmt, depth, src_bytes);
+        emit_nest(b, member, &inner, body, proven, Count::Const(1), (s, d))?;
     }
-    let next = b.ins().iadd_imm_u(i, 1);
-    b.ins().jump(header, &[next.into()]);
-    b.switch_to_block(after);
+    for (level, after) in afters.iter().enumerate().rev() {
+        let (i, header) = index[level];
+        let next = b.ins().iadd_imm_u(i, 1);
+        b.ins().jump(header, &[next.into()]);
+        b.switch_to_block(*after);
+    }
     Ok(())
+}
+
+/// The addresses of `stmt`'s operands at the band point `index` (one value per shared loop).
+fn band_bases(
+    b: &mut FunctionBuilder,
+    stmt: &LoopStmt,
+    body: &Body,
+    index: &[(Value, cranelift_codegen::ir::Block)],
+    src: Value,
+    dst: Value,
+) -> (Addr, Addr) {
+    let mut advance = |ptr: Value, strides: &mut dyn Iterator<Item = i64>| {
+        index
+            .iter()
+            .zip(strides)
+            .fold(ptr, |ptr, (&(i, _), stride)| {
+                if stride == 0 {
+                    return ptr;
+                }
+                // Wrapping arithmetic is exact here: the result is an address inside the buffer.
+                let delta = b.ins().imul_imm_s(i, stride);
+                b.ins().iadd(ptr, delta)
+            })
+    };
+    let reads = body.reads_src();
+    let s = advance(
+        src,
+        &mut stmt
+            .loops
+            .iter()
+            .map(|l| if reads { l.src_stride } else { 0 }),
+    );
+    let d = advance(dst, &mut stmt.loops.iter().map(|l| l.dst_stride));
+    (
+        base(b, s, stmt.src_offset, None),
+        base(b, d, stmt.dst_offset, None),
+    )
+}
+
+/// A band member's nest as [`emit_band`] emits it inside a band of `depth` shared loops: its
+/// loops from the innermost shared one on, and the source bytes its loads may be proven
+/// against ([`src_bytes_inside`]).
+fn band_nest(stmt: &LoopStmt, depth: usize, src_bytes: u64) -> (LoopStmt, u64) {
+    let inner = LoopStmt {
+        loops: stmt.loops[depth.clamp(1, stmt.loops.len().max(1)) - 1..].to_vec(),
+        ..stmt.clone()
+    };
+    (inner, src_bytes_inside(stmt, depth, src_bytes))
+}
+
+/// Statement `index` of `k` (`stmt`) as its nest is emitted: inside its band, if it has one
+/// ([`band_nest`]), else whole, with the source bytes its loads are proven against.
+pub(crate) fn nest_in_band(k: &LoopKernel, index: usize, stmt: &LoopStmt) -> (LoopStmt, u64) {
+    let depth = k
+        .bands
+        .iter()
+        .find(|band| band.members().contains(&index))
+        .map_or(1, |band| band.depth);
+    band_nest(stmt, depth, src_bytes(k))
+}
+
+/// The source bytes within which a member's nest from shared loop `depth - 1` on may be
+/// proven to load (see `shuffle::plan`): what the shared loops outside it can add to its
+/// addresses is taken off the end, so that a load proven inside at their first iteration is
+/// inside at every one. 0 (nothing proven, no wide loads) when one of them steps backwards.
+fn src_bytes_inside(stmt: &LoopStmt, depth: usize, src_bytes: u64) -> u64 {
+    let outer = &stmt.loops[..(depth.max(1) - 1).min(stmt.loops.len())];
+    let shift = outer.iter().try_fold(0u64, |acc, l| {
+        let stride = u64::try_from(l.src_stride).ok()?;
+        acc.checked_add(stride.checked_mul(l.extent.checked_sub(1)?)?)
+    });
+    shift.map_or(0, |shift| src_bytes.saturating_sub(shift))
 }
 
 /// Translates every statement of `kernel`, in order.
