@@ -24,8 +24,15 @@
 //!   `extent * stride` contiguous bytes (Col2Im's whole-output fill) is first cut into
 //!   `extent` runs of `stride` bytes along such a loop, which moves the same bytes;
 //! - deepens each band while the members share the next loop too and stay disjoint;
+//! - when only some consecutive members share the next loop but they do most of the work
+//!   (a padded plane's rows between its top and bottom rows), makes them a deeper band of
+//!   their own, so each row is written whole in one sweep, and the other members, which have
+//!   no loops inside the band, one band before it; the members after the run move before it
+//!   only when every band iteration has their bytes apart from the run's (see
+//!   [`deeper_run`]), otherwise the band stays as it was;
 //! - keeps a band only where it pays: an iteration must move at least [`MIN_ITERATION_BYTES`]
-//!   bytes per member (each member's code is entered once per iteration) and touch at most
+//!   bytes per member with loops inside the band (each such member's nest is entered once per
+//!   iteration; a member without is a few instructions in the band's loop) and touch at most
 //!   [`MAX_ITERATION_FOOTPRINT`] destination bytes (what stays in cache between members);
 //!   [`FuseNests::always`] drops this condition, for tests.
 //!
@@ -174,6 +181,56 @@ fn split_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
     Some(LoopStmt { loops, ..s.clone() })
 }
 
+/// Whether all `members` have a loop `d` with the extent and destination stride of the first
+/// member's.
+fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
+    members.iter().all(|s| {
+        s.loops.get(d).is_some_and(|l| {
+            (l.extent, l.dst_stride) == (members[0].loops[d].extent, members[0].loops[d].dst_stride)
+        })
+    })
+}
+
+/// The consecutive members of a band of `depth` loops that could share one more loop, when
+/// they do most of its work: at least [`DEEPER_RUN_WORK`] of its bytes, and not all of it.
+/// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
+/// the bytes, written in one sweep over the rows instead of three (the top and bottom rows
+/// then run apart, a few lines per plane).
+fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<std::ops::Range<usize>> {
+    let work = |s: &[LoopStmt]| {
+        s.iter()
+            .map(|s| s.trip_count().saturating_mul(s.bytes))
+            .fold(0u64, u64::saturating_add)
+    };
+    let total = work(members);
+    let mut best: Option<(u64, std::ops::Range<usize>)> = None;
+    let mut start = 0;
+    while start < members.len() {
+        // The longest run from `start` sharing loop `depth` with its first member.
+        let mut end = start + 1;
+        while end < members.len() && shares_loop(&members[start..=end], depth) {
+            end += 1;
+        }
+        let run = &members[start..end];
+        if run.len() >= 2
+            && run.len() < members.len()
+            && shares_loop(run, depth)
+            && iterations_disjoint(run, depth + 1).is_ok()
+        {
+            let w = work(run);
+            if best.as_ref().is_none_or(|(b, _)| w > *b) {
+                best = Some((w, start..end));
+            }
+        }
+        start = end;
+    }
+    let (w, run) = best?;
+    (w as f64 >= DEEPER_RUN_WORK * total as f64).then_some(run)
+}
+
+/// See [`deeper_run`].
+const DEEPER_RUN_WORK: f64 = 0.9;
+
 impl FuseNests {
     /// Appends a finished group to `out`: as a band when it has two or more members and fusing
     /// pays (deepened as far as the members allow), else its statements as they were.
@@ -183,16 +240,35 @@ impl FuseNests {
             return;
         }
         let mut depth = 1;
-        let shares = |d: usize| {
-            members.iter().all(|s| {
-                s.loops.get(d).is_some_and(|l| {
-                    (l.extent, l.dst_stride)
-                        == (members[0].loops[d].extent, members[0].loops[d].dst_stride)
-                })
-            })
-        };
-        while shares(depth) && iterations_disjoint(members, depth + 1).is_ok() {
+        while shares_loop(members, depth) && iterations_disjoint(members, depth + 1).is_ok() {
             depth += 1;
+        }
+        if let Some(run) = deeper_run(members, depth) {
+            // The run becomes a band of its own, deeper than this one, and the other members
+            // one band before it (their own writes per iteration, a few runs each): the
+            // members after the run move before it, which is legal when no byte is written
+            // by one of them and a member of the run (then their order does not matter).
+            // Different iterations of this band touch disjoint bytes, so it is enough that
+            // within one iteration their bytes lie apart. Taken only when those members have
+            // no loops inside the band, so that their band costs a few instructions per
+            // iteration.
+            let rest: Vec<usize> = (0..run.start).chain(run.end..members.len()).collect();
+            let light = rest.iter().all(|&i| members[i].loops.len() == depth);
+            let apart = |a: &LoopStmt, b: &LoopStmt| {
+                let (a, b) = (dst_footprint(a, depth - 1), dst_footprint(b, depth - 1));
+                a.1 <= b.0 || b.1 <= a.0
+            };
+            let movable = members[run.end..]
+                .iter()
+                .all(|s| members[run.clone()].iter().all(|r| apart(s, r)));
+            if light && movable {
+                let pick = |from: &[LoopStmt]| -> Vec<LoopStmt> {
+                    rest.iter().map(|&i| from[i].clone()).collect()
+                };
+                self.close(out, &pick(members), &pick(originals));
+                self.close(out, &members[run.clone()], &originals[run]);
+                return;
+            }
         }
         out.bands.push(Band {
             first: out.stmts.len(),
@@ -205,11 +281,20 @@ impl FuseNests {
     /// Whether a band of `members` over their outermost loop is worth it (see the module docs).
     fn pays(&self, members: &[LoopStmt]) -> bool {
         let extent = members[0].loops[0].extent.max(1);
-        let work: u64 = members
+        // Only members with loops inside the band are entered as nests; one without (a run
+        // per band iteration) is a few instructions in the band's loop, cheaper than a loop
+        // of its own, so it needs no minimum.
+        let nests: Vec<&LoopStmt> = members.iter().filter(|s| s.loops.len() > 1).collect();
+        let work: u64 = nests
             .iter()
             .map(|s| s.trip_count().saturating_mul(s.bytes))
             .fold(0, u64::saturating_add);
-        let per_member = work / extent / members.len() as u64;
+        let per_member = work / extent / nests.len().max(1) as u64;
+        let per_member = if nests.is_empty() {
+            u64::MAX
+        } else {
+            per_member
+        };
         let (lo, hi) = members
             .iter()
             .map(|s| dst_footprint(s, 0))
