@@ -157,3 +157,72 @@ fn float_col2im_of_many_kernel_positions_adds_in_the_order_of_its_definition() {
         failures.join("\n")
     );
 }
+
+/// The 16-bit floats, which round after every addition (the definition adds in f16/bf16):
+/// small 2-D images with every kernel size and stride, padded on both or one image dim, and
+/// the many-position kernels summed in chunks.
+#[test]
+fn half_float_col2im_adds_in_the_order_of_its_definition() {
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let mut seed = 2000;
+    let mut ops: Vec<(Op, [i64; 2])> = Vec::new();
+    for k in 1..=4i64 {
+        for s in 1..=2i64 {
+            for pads in [[1i64, 1, 1, 1], [0, 1, 0, 2]] {
+                let (h, w) = (6i64, 7i64);
+                let blocks =
+                    ((h + pads[0] + pads[2] - k) / s + 1) * ((w + pads[1] + pads[3] - k) / s + 1);
+                ops.push((
+                    Op::Col2Im {
+                        image_shape: vec![h, w],
+                        block_shape: vec![k, k],
+                        strides: vec![s, s],
+                        dilations: vec![1, 1],
+                        pads: pads.to_vec(),
+                    },
+                    [k * k, blocks],
+                ));
+            }
+        }
+    }
+    for (image, kernel, pads) in [
+        (
+            vec![5i64, 6, 7],
+            vec![3i64, 3, 3],
+            vec![0i64, 1, 2, 0, 1, 2],
+        ),
+        (vec![9, 11], vec![5, 5], vec![2, 2, 2, 2]),
+    ] {
+        let rank = image.len();
+        let blocks: i64 = (0..rank)
+            .map(|d| image[d] + pads[d] + pads[d + rank] - kernel[d] + 1)
+            .product();
+        let positions = kernel.iter().product();
+        ops.push((
+            Op::Col2Im {
+                image_shape: image,
+                block_shape: kernel,
+                strides: vec![1; rank],
+                dilations: vec![1; rank],
+                pads,
+            },
+            [positions, blocks],
+        ));
+    }
+    for (op, [positions, blocks]) in &ops {
+        for dtype in [DType::F16, DType::BF16] {
+            let input = TensorType::new(dtype, [2, (2 * positions) as u64, *blocks as u64]);
+            failures.extend(differs(op, &input, seed));
+            seed += 1;
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 36);
+    assert!(
+        failures.is_empty(),
+        "{} of {cases}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
