@@ -251,7 +251,7 @@ impl FuseNests {
             // Different iterations of this band touch disjoint bytes, so it is enough that
             // within one iteration their bytes lie apart. Taken only when those members have
             // no loops inside the band, so that their band costs a few instructions per
-            // iteration.
+            // iteration, and when the run pays as a band of its own.
             let rest: Vec<usize> = (0..run.start).chain(run.end..members.len()).collect();
             let light = rest.iter().all(|&i| members[i].loops.len() == depth);
             let apart = |a: &LoopStmt, b: &LoopStmt| {
@@ -261,7 +261,7 @@ impl FuseNests {
             let movable = members[run.end..]
                 .iter()
                 .all(|s| members[run.clone()].iter().all(|r| apart(s, r)));
-            if light && movable {
+            if light && movable && self.pays(&members[run.clone()]) {
                 let pick = |from: &[LoopStmt]| -> Vec<LoopStmt> {
                     rest.iter().map(|&i| from[i].clone()).collect()
                 };
