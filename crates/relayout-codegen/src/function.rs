@@ -543,6 +543,41 @@ fn check_stmt(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<(), 
     Ok(())
 }
 
+/// Which streaming helper writes the runs of a statement whose whole nest is one helper call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamedRuns {
+    /// [`Helper::StreamCopy`]: the runs are copied from the source.
+    Copy,
+    /// [`Helper::StreamZero`]: the runs are zeroed.
+    Zero,
+}
+
+/// For a kernel none of whose statements is in a band: `Some` when every statement's whole
+/// nest is one call of a streaming helper (a copy, or a fill of zeros, whose runs stream, see
+/// [`copy::streams`]), with the helper of each; `None` when some statement needs code of its
+/// own. The statement checks of [`translate_kernel_fn`] apply, so such a kernel may be run by
+/// calling the helpers directly, with the same result as its generated function.
+pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>, CodegenError> {
+    if !kernel.bands.is_empty() {
+        return Ok(None);
+    }
+    let mut runs = Vec::with_capacity(kernel.stmts.len());
+    for (index, stmt) in kernel.stmts.iter().enumerate() {
+        check_stmt(kernel, index, stmt)?;
+        // `Body::new`'s choice of mover, for a statement alone.
+        let helper = match stmt.action {
+            LoopAction::Copy => StreamedRuns::Copy,
+            LoopAction::Fill { value } if value.is_zero() => StreamedRuns::Zero,
+            _ => return Ok(None),
+        };
+        if !streams_in(kernel, index, stmt)? {
+            return Ok(None);
+        }
+        runs.push(helper);
+    }
+    Ok(Some(runs))
+}
+
 /// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and
 /// strides), writes with streaming stores.
 fn streams_in(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<bool, CodegenError> {

@@ -37,7 +37,9 @@ impl CompiledKernel {
     /// Where [`compile`](Self::compile)'s time went, in order: `verify` (the bounds proof),
     /// `module` (a JIT module for the kernel), `codegen` (loop IR to Cranelift IR),
     /// `cranelift` (Cranelift IR to machine code) and `link` (placing the code in executable
-    /// memory).
+    /// memory); for a kernel whose every statement streams its whole nest through one helper
+    /// call, `verify` and `streams` (laying out the nests the JIT passes to the helpers
+    /// itself: no code is generated).
     pub fn compile_timings(&self) -> &[StageTiming] {
         self.code.timings()
     }

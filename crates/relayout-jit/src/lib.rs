@@ -59,6 +59,7 @@ mod isa;
 mod kernel;
 mod listing;
 mod module;
+mod streamed;
 mod threads;
 
 #[cfg(test)]

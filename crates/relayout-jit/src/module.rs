@@ -16,7 +16,10 @@
 //!    generated code clamps `end` to the extent of the entry it runs (and runs no entry out
 //!    of range).
 //! 4. The code does what the loop IR says. That is relayout-codegen's job, checked by the
-//!    execution tests against the interpreter.
+//!    execution tests against the interpreter. A kernel whose every statement streams its
+//!    whole nest through one helper call runs without generated code: the JIT makes those
+//!    calls itself with the statement's loops and offsets (`streamed.rs`), under the same
+//!    contract as an entry of the kernel function.
 //!
 //! The source is only read and the destination is borrowed mutably for the whole run, so no
 //! Rust code observes the destination while machine code writes it, and the two cannot
@@ -33,6 +36,7 @@
 //! running then, because every call borrows the `JitCode`.
 
 use crate::error::{Operand, RunError};
+use crate::streamed::{self, StreamedStmt};
 use crate::{helpers, isa, threads, Element, JitError, StmtSplit};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
@@ -125,11 +129,26 @@ struct RowsCode {
     cols: u64,
 }
 
+/// What a piece of a unit calls: the kernel's main entries ([`Main`]), or a function compiled
+/// on first use (the wide variants', the rows kernel's).
+#[derive(Clone, Copy)]
+enum Callee {
+    Main,
+    Code(KernelFn),
+}
+
+/// The kernel's main entries: its compiled function, or, for a kernel whose every statement
+/// is one streaming-helper call, those calls made without generated code (`streamed.rs`).
+enum Main {
+    Code(Box<Linked>),
+    Streamed(Vec<StreamedStmt>),
+}
+
 /// How one unit of the schedule runs: the entry of the kernel function that runs it whole, and
 /// the function, entry, outer extent and number of pieces of its threaded run.
 struct Cut {
     whole: u64,
-    func: KernelFn,
+    func: Callee,
     entry: u64,
     extent: u64,
     pieces: usize,
@@ -286,8 +305,8 @@ pub(crate) struct JitCode {
     kernel: LoopKernel,
     src_len: u64,
     dst_len: u64,
-    /// The kernel function: entry `k` runs unit `k` of `units`.
-    main: Linked,
+    /// The kernel's entries: entry `k` runs unit `k` of `units`.
+    main: Main,
     stmts: Vec<StmtCode>,
     /// The kernel's schedule: statements alone and bands (`LoopKernel::units`).
     units: Vec<Unit>,
@@ -405,7 +424,7 @@ fn link(
 /// The wall time of one stage of [`CompiledKernel::compile`](crate::CompiledKernel::compile).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct StageTiming {
-    /// What ran: `verify`, `module`, `codegen`, `cranelift`, `link` (see
+    /// What ran: `verify`, `module`, `codegen`, `cranelift`, `link`, or `verify`, `streams` (see
     /// [`CompiledKernel::compile_timings`](crate::CompiledKernel::compile_timings)).
     pub stage: &'static str,
     /// How long it took.
@@ -443,9 +462,17 @@ impl JitCode {
             .filter(|&(index, _)| !in_band(index))
             .filter_map(|(index, stmt)| Some((index, wide_variant(stmt)?)))
             .collect();
-        let main = link(kernel, &[], true, &mut |stage| {
-            lap(&mut timings, &mut clock, stage)
-        })?;
+        let main = match relayout_codegen::streamed_kernel(kernel)? {
+            Some(runs) => {
+                let stmts = kernel.stmts.iter().zip(runs);
+                let streamed = stmts.map(|(s, r)| StreamedStmt::new(s, r)).collect();
+                lap(&mut timings, &mut clock, "streams");
+                Main::Streamed(streamed)
+            }
+            None => Main::Code(Box::new(link(kernel, &[], true, &mut |stage| {
+                lap(&mut timings, &mut clock, stage)
+            })?)),
+        };
         let mut stmts: Vec<StmtCode> = kernel
             .stmts
             .iter()
@@ -552,7 +579,8 @@ impl JitCode {
         // checked above, and `RUN_ALL` runs every unit over its whole outer loop (`end` is
         // clamped to each extent) on this thread, with `dst` borrowed mutably throughout.
         unsafe {
-            (self.main.entry)(
+            self.call(
+                Callee::Main,
                 src.as_ptr().cast::<u8>(),
                 dst.as_mut_ptr().cast::<u8>(),
                 RUN_ALL,
@@ -575,7 +603,6 @@ impl JitCode {
         ran: &mut dyn FnMut(StmtSplit),
     ) -> Result<(), RunError> {
         self.check_lengths(src, dst)?;
-        let entry = self.main.entry;
         let src_ptr = SharedSrc(src.as_ptr().cast::<u8>());
         let dst_ptr = SharedDst(dst.as_mut_ptr().cast::<u8>());
         // Nothing is allocated and the pool is not touched on this path: a small kernel's run
@@ -592,7 +619,16 @@ impl JitCode {
                 // SAFETY: see the module documentation: the kernel is verified, the lengths
                 // were checked above, and `RUN_ALL` runs every unit over its whole outer loop
                 // (`end` is clamped to each extent) on this thread.
-                unsafe { entry(src_ptr.get(), dst_ptr.get(), RUN_ALL, 0, u64::MAX) };
+                unsafe {
+                    self.call(
+                        Callee::Main,
+                        src_ptr.get(),
+                        dst_ptr.get(),
+                        RUN_ALL,
+                        0,
+                        u64::MAX,
+                    )
+                };
                 for (unit, cut) in cuts() {
                     self.report(unit, &cut, 1, ran);
                 }
@@ -603,6 +639,7 @@ impl JitCode {
                     let pieces = if cut.pieces > 1 {
                         let (func, which, n) = (cut.func, cut.entry, cut.pieces);
                         let rows = cut.rows;
+                        let this = self;
                         pool.scope(move |scope| {
                             for range in split_even(cut.extent, n) {
                                 scope.spawn(move |_| {
@@ -613,7 +650,8 @@ impl JitCode {
                                         // bytes (`collapsible_unit`).
                                         for (row, part) in row_ranges(range, rows.cols) {
                                             unsafe {
-                                                func(
+                                                this.call(
+                                                    func,
                                                     src_ptr.get(),
                                                     dst_ptr.get(),
                                                     rows.entry + row,
@@ -634,7 +672,8 @@ impl JitCode {
                                     // parts of `dst`, which `run` borrows mutably until the
                                     // scope has ended.
                                     unsafe {
-                                        func(
+                                        this.call(
+                                            func,
                                             src_ptr.get(),
                                             dst_ptr.get(),
                                             which,
@@ -648,7 +687,16 @@ impl JitCode {
                         split_even(cut.extent, n).count()
                     } else {
                         // SAFETY: as above, on one thread over the unit's whole outer loop.
-                        unsafe { entry(src_ptr.get(), dst_ptr.get(), cut.whole, 0, u64::MAX) };
+                        unsafe {
+                            self.call(
+                                Callee::Main,
+                                src_ptr.get(),
+                                dst_ptr.get(),
+                                cut.whole,
+                                0,
+                                u64::MAX,
+                            )
+                        };
                         1
                     };
                     self.report(unit, cut, pieces, ran);
@@ -656,6 +704,33 @@ impl JitCode {
             }
         }
         Ok(())
+    }
+
+    /// Calls `callee` with a kernel function's arguments: entry `entry` over `[start, end)`.
+    ///
+    /// # Safety
+    /// As a call of the kernel function (see the module documentation): the kernel is
+    /// verified, `src` and `dst` are buffers of the checked lengths, the range lies inside the
+    /// entry's outer loop (or is `0..u64::MAX`), and no other thread writes what it writes.
+    unsafe fn call(
+        &self,
+        callee: Callee,
+        src: *const u8,
+        dst: *mut u8,
+        entry: u64,
+        start: u64,
+        end: u64,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match (callee, &self.main) {
+                (Callee::Code(func), _) => func(src, dst, entry, start, end),
+                (Callee::Main, Main::Code(linked)) => (linked.entry)(src, dst, entry, start, end),
+                (Callee::Main, Main::Streamed(stmts)) => {
+                    streamed::run_entry(stmts, src, dst, entry, start, end)
+                }
+            }
+        }
     }
 
     /// The bytes a unit of the schedule moves (a band: all its members), saturating.
@@ -692,7 +767,7 @@ impl JitCode {
                 };
                 let own = Cut {
                     whole,
-                    func: self.main.entry,
+                    func: Callee::Main,
                     entry: whole,
                     extent: stmt.extent,
                     pieces: n,
@@ -706,7 +781,7 @@ impl JitCode {
                 let best = match wide {
                     Some((w, func)) => Cut {
                         whole,
-                        func,
+                        func: Callee::Code(func),
                         entry: w.entry,
                         extent: w.extent,
                         pieces: parts(stmt.work, w.extent),
@@ -722,7 +797,7 @@ impl JitCode {
                 let work = self.unit_work(unit);
                 let own = Cut {
                     whole,
-                    func: self.main.entry,
+                    func: Callee::Main,
                     entry: whole,
                     extent,
                     pieces: parts(work, extent),
@@ -745,7 +820,7 @@ impl JitCode {
             }
             Some(Cut {
                 whole: best.whole,
-                func: self.rows()?,
+                func: Callee::Code(self.rows()?),
                 entry: r.entry,
                 extent,
                 pieces,
