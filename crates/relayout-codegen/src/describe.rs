@@ -83,9 +83,16 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         });
     }
     if streams(k, index) {
+        let without_code = matches!(crate::function::streamed_kernel(k), Ok(Some(_)));
         return Some(format!(
             "streaming (non-temporal) stores of runs of {bytes} bytes, one helper call for the \
-             whole loop nest: the output is too large to stay in cache"
+             whole loop nest: the output is too large to stay in cache{}",
+            if without_code {
+                "; every statement of the kernel is such a call, so the JIT makes the calls \
+                 itself and compiles no code"
+            } else {
+                ""
+            }
         ));
     }
     let (nest, proven) = crate::function::nest_in_band(k, index, stmt);
