@@ -187,8 +187,19 @@ fn cranelift_ir() {
 /// The full-pipeline loop IR of every case of the benchmark suite (real model shapes).
 #[test]
 fn bench_suite_loop_ir() {
-    let suite: serde_json::Value =
-        serde_json::from_str(include_str!("../bench/suite.json")).unwrap();
+    suite_loop_ir(include_str!("../bench/suite.json"));
+}
+
+/// The loop IR of every case of bench/suite_beyond.json (the ops beyond the seeds at real
+/// model shapes), as for bench/suite.json.
+#[test]
+fn bench_suite_beyond_loop_ir() {
+    suite_loop_ir(include_str!("../bench/suite_beyond.json"));
+}
+
+/// Snapshots the loop IR of every case of a benchmark suite (JSON text) as `bench_<name>.loops`.
+fn suite_loop_ir(json: &str) {
+    let suite: serde_json::Value = serde_json::from_str(json).unwrap();
     settings().bind(|| {
         for case in suite.as_array().unwrap() {
             let name = case["name"].as_str().unwrap();
