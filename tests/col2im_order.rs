@@ -60,11 +60,57 @@ fn differs(op: &Op, input: &TensorType, seed: u64) -> Option<String> {
     })
 }
 
+/// A Col2Im of `image` with `kernel`, the same stride and dilation along every dim, and its
+/// input for `channels` channels (batch 2) of `dtype`; `None` when the kernel does not fit.
+fn col2im(
+    image: &[i64],
+    kernel: &[i64],
+    (stride, dilation): (i64, i64),
+    pads: &[i64],
+    (channels, dtype): (i64, DType),
+) -> Option<(Op, TensorType)> {
+    let rank = image.len();
+    let mut blocks = 1;
+    for d in 0..rank {
+        let room = image[d] + pads[d] + pads[d + rank] - (dilation * (kernel[d] - 1) + 1);
+        if room < 0 {
+            return None;
+        }
+        blocks *= room / stride + 1;
+    }
+    let op = Op::Col2Im {
+        image_shape: image.to_vec(),
+        block_shape: kernel.to_vec(),
+        strides: vec![stride; rank],
+        dilations: vec![dilation; rank],
+        pads: pads.to_vec(),
+    };
+    let positions: i64 = kernel.iter().product();
+    let input = TensorType::new(dtype, [2, (channels * positions) as u64, blocks as u64]);
+    Some((op, input))
+}
+
+/// Runs `cases` through [`differs`], each with a seed of its own from `seed`, and fails with
+/// every case that differs; checks that there were `count` cases.
+fn assert_all_exact(cases: &[(Op, TensorType)], seed: u64, count: usize) {
+    let failures: Vec<String> = cases
+        .iter()
+        .zip(seed..)
+        .filter_map(|((op, input), seed)| differs(op, input, seed))
+        .collect();
+    assert_eq!(cases.len(), count);
+    assert!(
+        failures.is_empty(),
+        "{} of {}:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
 #[test]
 fn float_col2im_adds_in_the_order_of_its_definition() {
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    let mut seed = 1;
+    let mut cases = Vec::new();
     for (h, w) in [(3i64, 7i64), (5, 8), (6, 7), (7, 16), (9, 3)] {
         for k in 1..=4i64 {
             for s in 1..=3i64 {
@@ -74,39 +120,13 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
                     (1, [0, 1, 0, 2]),
                     (2, [2, 0, 1, 2]),
                 ] {
-                    let ext = dil * (k - 1) + 1;
-                    let (ph, pw) = (pads[0] + pads[2], pads[1] + pads[3]);
-                    if h + ph < ext || w + pw < ext {
-                        continue;
-                    }
-                    let blocks = ((h + ph - ext) / s + 1) * ((w + pw - ext) / s + 1);
-                    let op = Op::Col2Im {
-                        image_shape: vec![h, w],
-                        block_shape: vec![k, k],
-                        strides: vec![s, s],
-                        dilations: vec![dil, dil],
-                        pads: pads.to_vec(),
-                    };
-                    let dtype = if seed % 2 == 0 {
-                        DType::F32
-                    } else {
-                        DType::F64
-                    };
-                    let input = TensorType::new(dtype, [2, (3 * k * k) as u64, blocks as u64]);
-                    failures.extend(differs(&op, &input, seed));
-                    seed += 1;
-                    cases += 1;
+                    let dtype = [DType::F64, DType::F32][cases.len() % 2];
+                    cases.extend(col2im(&[h, w], &[k, k], (s, dil), &pads, (3, dtype)));
                 }
             }
         }
     }
-    assert!(cases > 100, "only {cases} cases");
-    assert!(
-        failures.is_empty(),
-        "{} of {cases}:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_exact(&cases, 1, 225);
 }
 
 /// Kernels of more than twenty positions, 3-D and 2-D, some padded along inner image dims
@@ -116,9 +136,7 @@ fn float_col2im_adds_in_the_order_of_its_definition() {
 /// stored.
 #[test]
 fn float_col2im_of_many_kernel_positions_adds_in_the_order_of_its_definition() {
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    let mut seed = 1000;
+    let mut cases = Vec::new();
     let shapes: [(&[i64], &[i64]); 5] = [
         (&[5, 6, 7], &[3, 3, 3]),
         (&[4, 9, 5], &[2, 3, 4]),
@@ -128,101 +146,37 @@ fn float_col2im_of_many_kernel_positions_adds_in_the_order_of_its_definition() {
     ];
     for (image, kernel) in shapes {
         for pad in [0i64, 1, 2] {
-            let rank = image.len();
-            let pads: Vec<i64> = (0..2 * rank).map(|d| (pad + d as i64) % 3).collect();
-            let blocks: i64 = (0..rank)
-                .map(|d| image[d] + pads[d] + pads[d + rank] - kernel[d] + 1)
-                .product();
-            let op = Op::Col2Im {
-                image_shape: image.to_vec(),
-                block_shape: kernel.to_vec(),
-                strides: vec![1; rank],
-                dilations: vec![1; rank],
-                pads,
-            };
+            let pads: Vec<i64> = (0..2 * image.len() as i64).map(|d| (pad + d) % 3).collect();
             for dtype in [DType::F32, DType::F64] {
-                let positions: i64 = kernel.iter().product();
-                let input = TensorType::new(dtype, [2, (2 * positions) as u64, blocks as u64]);
-                failures.extend(differs(&op, &input, seed));
-                seed += 1;
-                cases += 1;
+                cases.extend(col2im(image, kernel, (1, 1), &pads, (2, dtype)));
             }
         }
     }
-    assert_eq!(cases, 30);
-    assert!(
-        failures.is_empty(),
-        "{} of {cases}:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_exact(&cases, 1000, 30);
 }
 
 /// The 16-bit floats, which round after every addition (the definition adds in f16/bf16):
-/// small 2-D images with every kernel size and stride, padded on both or one image dim, and
-/// the many-position kernels summed in chunks.
+/// small 2-D images with every kernel size and strides 1 and 2, padded on both or one image
+/// dim, and many-position kernels summed in chunks.
 #[test]
 fn half_float_col2im_adds_in_the_order_of_its_definition() {
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    let mut seed = 2000;
-    let mut ops: Vec<(Op, [i64; 2])> = Vec::new();
-    for k in 1..=4i64 {
-        for s in 1..=2i64 {
-            for pads in [[1i64, 1, 1, 1], [0, 1, 0, 2]] {
-                let (h, w) = (6i64, 7i64);
-                let blocks =
-                    ((h + pads[0] + pads[2] - k) / s + 1) * ((w + pads[1] + pads[3] - k) / s + 1);
-                ops.push((
-                    Op::Col2Im {
-                        image_shape: vec![h, w],
-                        block_shape: vec![k, k],
-                        strides: vec![s, s],
-                        dilations: vec![1, 1],
-                        pads: pads.to_vec(),
-                    },
-                    [k * k, blocks],
-                ));
+    let mut cases = Vec::new();
+    for dtype in [DType::F16, DType::BF16] {
+        for k in 1..=4i64 {
+            for s in 1..=2i64 {
+                for pads in [[1i64, 1, 1, 1], [0, 1, 0, 2]] {
+                    cases.extend(col2im(&[6, 7], &[k, k], (s, 1), &pads, (2, dtype)));
+                }
             }
         }
-    }
-    for (image, kernel, pads) in [
-        (
-            vec![5i64, 6, 7],
-            vec![3i64, 3, 3],
-            vec![0i64, 1, 2, 0, 1, 2],
-        ),
-        (vec![9, 11], vec![5, 5], vec![2, 2, 2, 2]),
-    ] {
-        let rank = image.len();
-        let blocks: i64 = (0..rank)
-            .map(|d| image[d] + pads[d] + pads[d + rank] - kernel[d] + 1)
-            .product();
-        let positions = kernel.iter().product();
-        ops.push((
-            Op::Col2Im {
-                image_shape: image,
-                block_shape: kernel,
-                strides: vec![1; rank],
-                dilations: vec![1; rank],
-                pads,
-            },
-            [positions, blocks],
+        cases.extend(col2im(
+            &[5, 6, 7],
+            &[3, 3, 3],
+            (1, 1),
+            &[0, 1, 2, 0, 1, 2],
+            (2, dtype),
         ));
+        cases.extend(col2im(&[9, 11], &[5, 5], (1, 1), &[2, 2, 2, 2], (2, dtype)));
     }
-    for (op, [positions, blocks]) in &ops {
-        for dtype in [DType::F16, DType::BF16] {
-            let input = TensorType::new(dtype, [2, (2 * positions) as u64, *blocks as u64]);
-            failures.extend(differs(op, &input, seed));
-            seed += 1;
-            cases += 1;
-        }
-    }
-    assert_eq!(cases, 36);
-    assert!(
-        failures.is_empty(),
-        "{} of {cases}:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_exact(&cases, 2000, 36);
 }
