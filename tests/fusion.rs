@@ -140,6 +140,38 @@ fn fuse(k: &LoopKernel) -> LoopKernel {
     }
 }
 
+/// Fuses `k` (a verified kernel) and checks the fused kernel: it verifies, and the
+/// interpreter and the JIT, whole and forced into pieces, give the bytes the unfused kernel
+/// gives. Returns the fused kernel.
+fn check_fused(seed: u64, k: &LoopKernel) -> LoopKernel {
+    let f = fuse(k);
+    verify_loop_kernel(&f).unwrap_or_else(|e| panic!("seed {seed}: fused kernel fails:\n{e}"));
+    let src = random_bytes(k.src.size_bytes().unwrap() as usize, seed);
+    let dst0 = random_bytes(k.dst.size_bytes().unwrap() as usize, !seed);
+    let mut want = dst0.clone();
+    interpret_loops(k, &src, &mut want).unwrap();
+    let mut got = dst0.clone();
+    interpret_loops(&f, &src, &mut got).unwrap();
+    assert!(
+        got == want,
+        "seed {seed}: fusion changed the result of\n{k}\ninto\n{f}"
+    );
+    let compiled = relayout_jit::CompiledKernel::compile(&f)
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{f}"));
+    for pieces in PIECES {
+        let mut jit = dst0.clone();
+        let report = compiled
+            .run_split(&src, &mut jit, Split::Pieces(pieces))
+            .unwrap();
+        assert_split(&report, pieces, &f);
+        assert!(
+            jit == want,
+            "seed {seed}: JIT in {pieces} pieces differs on\n{f}"
+        );
+    }
+    f
+}
+
 #[test]
 fn fused_random_kernels_compute_what_they_computed() {
     let (mut checked, mut fused_kernels, mut refused) = (0, 0, 0);
@@ -149,37 +181,13 @@ fn fused_random_kernels_compute_what_they_computed() {
             continue;
         }
         checked += 1;
-        let f = fuse(&k);
-        verify_loop_kernel(&f).unwrap_or_else(|e| panic!("seed {seed}: fused kernel fails:\n{e}"));
+        let f = check_fused(seed, &k);
         if f.bands.is_empty() {
             // Not one pair fused although the statements mostly share their outer loop: the
             // analysis refused (or the loops differ).
             refused += 1;
         } else {
             fused_kernels += 1;
-        }
-        let src = random_bytes(k.src.size_bytes().unwrap() as usize, seed);
-        let dst0 = random_bytes(k.dst.size_bytes().unwrap() as usize, !seed);
-        let mut want = dst0.clone();
-        interpret_loops(&k, &src, &mut want).unwrap();
-        let mut got = dst0.clone();
-        interpret_loops(&f, &src, &mut got).unwrap();
-        assert!(
-            got == want,
-            "seed {seed}: fusion changed the result of\n{k}\ninto\n{f}"
-        );
-        let compiled = relayout_jit::CompiledKernel::compile(&f)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{f}"));
-        for pieces in PIECES {
-            let mut jit = dst0.clone();
-            let report = compiled
-                .run_split(&src, &mut jit, Split::Pieces(pieces))
-                .unwrap();
-            assert_split(&report, pieces, &f);
-            assert!(
-                jit == want,
-                "seed {seed}: JIT in {pieces} pieces differs on\n{f}"
-            );
         }
     }
     println!("{checked} kernels verified: {fused_kernels} fused, {refused} without a band");
@@ -282,8 +290,7 @@ fn fused_rows_compute_what_they_computed() {
             continue;
         }
         checked += 1;
-        let f = fuse(&k);
-        verify_loop_kernel(&f).unwrap_or_else(|e| panic!("seed {seed}: fused kernel fails:\n{e}"));
+        let f = check_fused(seed, &k);
         if f.bands
             .iter()
             .any(|b| b.depth >= 2 && b.len < f.stmts.len())
@@ -291,29 +298,6 @@ fn fused_rows_compute_what_they_computed() {
             deeper += 1;
         } else if f.bands.iter().any(|b| b.len == f.stmts.len()) {
             kept += 1;
-        }
-        let src = random_bytes(k.src.size_bytes().unwrap() as usize, seed);
-        let dst0 = random_bytes(k.dst.size_bytes().unwrap() as usize, !seed);
-        let mut want = dst0.clone();
-        interpret_loops(&k, &src, &mut want).unwrap();
-        let mut got = dst0.clone();
-        interpret_loops(&f, &src, &mut got).unwrap();
-        assert!(
-            got == want,
-            "seed {seed}: fusion changed the result of\n{k}\ninto\n{f}"
-        );
-        let compiled = relayout_jit::CompiledKernel::compile(&f)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{f}"));
-        for pieces in PIECES {
-            let mut jit = dst0.clone();
-            let report = compiled
-                .run_split(&src, &mut jit, Split::Pieces(pieces))
-                .unwrap();
-            assert_split(&report, pieces, &f);
-            assert!(
-                jit == want,
-                "seed {seed}: JIT in {pieces} pieces differs on\n{f}"
-            );
         }
     }
     println!("{checked} kernels verified: {deeper} with a deeper band, {kept} kept whole");
