@@ -705,8 +705,10 @@ impl Emitter<'_> {
             }
             Ok(())
         };
+        // The block's instructions are the same in every tile: work out their order once.
+        let steps = Steps::of(plan);
         let mut block =
-            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
+            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, &steps, s, d, overflow);
         // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
         let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
         if plan.x == 0 {
@@ -839,102 +841,175 @@ fn around(
     )
 }
 
-/// One block: load the source vectors, build and store the destination vectors.
+/// A block's instructions in the order to emit them (see [`emit_block`]), worked out once
+/// per nest: each step's value is the one of that index.
+struct Steps {
+    steps: Vec<Step>,
+    /// Each destination vector: its offset and the step computing it.
+    stores: Vec<(i64, usize)>,
+}
+
+/// One instruction of a block.
+enum Step {
+    /// Load source vector i.
+    Load(usize),
+    /// `shuffle x y mask` of the values of steps x and y.
+    Shuffle(usize, usize, [u8; V]),
+}
+
+/// A node with its operands replaced by their numbers among the distinct nodes: equal
+/// trees get equal numbers without hashing or comparing whole trees.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Flat {
+    Src(usize),
+    Shuffle(usize, usize, [u8; V]),
+}
+
+/// The distinct nodes of a block's trees, numbered in the order first met (operands before
+/// the node, left before right), each listed under its height.
+#[derive(Default)]
+struct Distinct {
+    nodes: Vec<Flat>,
+    numbers: HashMap<Flat, usize>,
+    levels: Vec<Vec<usize>>,
+}
+
+impl Distinct {
+    /// The number and height of `node` (sources 0, a shuffle one more than its operands).
+    fn add(&mut self, node: &Node) -> (usize, usize) {
+        let (flat, h) = match node {
+            Node::Src(i) => (Flat::Src(*i), 0),
+            Node::Shuffle(x, y, mask) => {
+                let (x, hx) = self.add(x);
+                let (y, hy) = self.add(y);
+                (Flat::Shuffle(x, y, *mask), 1 + hx.max(hy))
+            }
+        };
+        if let Some(&n) = self.numbers.get(&flat) {
+            return (n, h);
+        }
+        let n = self.nodes.len();
+        self.nodes.push(flat);
+        self.numbers.insert(flat, n);
+        if self.levels.len() <= h {
+            self.levels.resize(h + 1, Vec::new());
+        }
+        self.levels[h].push(n);
+        (n, h)
+    }
+}
+
+impl Steps {
+    fn of(plan: &Plan) -> Steps {
+        // Destination vectors share intermediate shuffles (the first levels of a transpose):
+        // each distinct node is emitted once, in `schedule`'s order, and each source vector
+        // is loaded right before its first use. The machine code keeps this order, and in it
+        // a 16x16 byte transpose keeps about one level's vectors live (emitted tree by tree,
+        // with every load first, most of it was spilled).
+        let mut distinct = Distinct::default();
+        let roots: Vec<usize> = plan
+            .dst_vectors
+            .iter()
+            .map(|(_, n)| distinct.add(n).0)
+            .collect();
+        let order = schedule(&distinct);
+        let mut step_of = vec![usize::MAX; distinct.nodes.len()];
+        for (k, &n) in order.iter().enumerate() {
+            step_of[n] = k;
+        }
+        let steps = order
+            .iter()
+            .map(|&n| match distinct.nodes[n] {
+                Flat::Src(i) => Step::Load(i),
+                Flat::Shuffle(x, y, mask) => Step::Shuffle(step_of[x], step_of[y], mask),
+            })
+            .collect();
+        let stores = plan
+            .dst_vectors
+            .iter()
+            .zip(roots)
+            .map(|((o, _), n)| (*o, step_of[n]))
+            .collect();
+        Steps { steps, stores }
+    }
+}
+
+/// One block: load the source vectors, build and store the destination vectors, as `steps`
+/// (those of `plan`) say.
 fn emit_block(
     b: &mut FunctionBuilder,
     plan: &Plan,
+    steps: &Steps,
     src: Addr,
     dst: Addr,
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
-    // Destination vectors share intermediate shuffles (the first levels of a transpose):
-    // each distinct node is emitted once, in `schedule`'s order, and each source vector is
-    // loaded right before its first use. The machine code keeps this order, and in it a
-    // 16x16 byte transpose keeps about one level's vectors live (emitted tree by tree, with
-    // every load first, most of it was spilled).
-    let mut values: HashMap<&Node, Value> = HashMap::new();
-    for node in schedule(plan.dst_vectors.iter().map(|(_, n)| n)) {
-        let v = match node {
-            Node::Src(i) => {
-                let at = src.plus(plan.src_vectors[*i]).ok_or_else(&overflow)?;
+    let mut values: Vec<Value> = Vec::with_capacity(steps.steps.len());
+    for step in &steps.steps {
+        let v = match *step {
+            Step::Load(i) => {
+                let at = src.plus(plan.src_vectors[i]).ok_or_else(&overflow)?;
                 load(b, types::I8X16, at, 0)
             }
-            Node::Shuffle(x, y, mask) => {
-                let (x, y) = (values[&**x], values[&**y]);
+            Step::Shuffle(x, y, ref mask) => {
+                let (x, y) = (values[x], values[y]);
                 let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
                 b.ins().shuffle(x, y, imm)
             }
         };
-        values.insert(node, v);
+        values.push(v);
     }
-    for (o, node) in &plan.dst_vectors {
-        store(b, values[node], dst.plus(*o).ok_or_else(&overflow)?, 0);
+    for &(o, i) in &steps.stores {
+        store(b, values[i], dst.plus(o).ok_or_else(&overflow)?, 0);
     }
     Ok(())
 }
 
-/// The distinct nodes of `roots`' trees in an order to emit them: by height (sources, then
+/// The numbers of the `distinct` nodes in an order to emit them: by height (sources, then
 /// shuffles of sources, then shuffles of those, ...), and within a height by the positions
 /// of their operands in the order so far, so that the two results of a pair of operands
 /// (an unpack's low and high halves) come together and the operands can die after them.
-fn schedule<'a>(roots: impl Iterator<Item = &'a Node>) -> Vec<&'a Node> {
-    fn collect<'a>(node: &'a Node, levels: &mut Vec<Vec<&'a Node>>) -> usize {
-        let h = match node {
-            Node::Src(_) => 0,
-            Node::Shuffle(x, y, _) => 1 + collect(x, levels).max(collect(y, levels)),
-        };
-        if levels.len() <= h {
-            levels.resize(h + 1, Vec::new());
-        }
-        if !levels[h].contains(&node) {
-            levels[h].push(node);
-        }
-        h
-    }
-    let mut levels = Vec::new();
-    for root in roots {
-        collect(root, &mut levels);
-    }
-    let mut position: HashMap<&Node, usize> = HashMap::new();
-    let mut order = Vec::new();
-    for mut level in levels {
-        let key = |n: &Node| match n {
-            Node::Src(i) => (*i, 0),
-            Node::Shuffle(x, y, _) => {
-                let (a, b) = (position[&**x], position[&**y]);
+fn schedule(distinct: &Distinct) -> Vec<usize> {
+    let nodes = &distinct.nodes;
+    let mut position = vec![usize::MAX; nodes.len()];
+    let mut order = Vec::with_capacity(nodes.len());
+    for level in &distinct.levels {
+        let mut level = level.clone();
+        let key = |n: usize| match nodes[n] {
+            Flat::Src(i) => (i, 0),
+            Flat::Shuffle(x, y, _) => {
+                let (a, b) = (position[x], position[y]);
                 (a.min(b), a.max(b))
             }
         };
         // Stable: nodes with the same operands keep their first-use order.
-        level.sort_by_key(|n| key(n));
+        level.sort_by_key(|&n| key(n));
         for n in level {
-            position.insert(n, order.len());
+            position[n] = order.len();
             order.push(n);
         }
     }
     // Sources are loaded where first used: right before the first shuffle that reads them.
-    let mut out: Vec<&Node> = Vec::with_capacity(order.len());
-    let mut loaded = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(order.len());
+    let mut loaded = vec![false; nodes.len()];
     for &n in &order {
-        match n {
-            Node::Src(_) => {}
-            Node::Shuffle(x, y, _) => {
-                for operand in [&**x, &**y] {
-                    if matches!(operand, Node::Src(_)) && loaded.insert(operand) {
-                        out.push(operand);
-                    }
+        if let Flat::Shuffle(x, y, _) = nodes[n] {
+            for operand in [x, y] {
+                if matches!(nodes[operand], Flat::Src(_)) && !loaded[operand] {
+                    loaded[operand] = true;
+                    out.push(operand);
                 }
-                out.push(n);
             }
+            out.push(n);
         }
     }
     // A source no shuffle reads: a destination vector that is a source as loaded.
-    let unread: Vec<&Node> = order
-        .iter()
-        .copied()
-        .filter(|n| matches!(n, Node::Src(_)) && !loaded.contains(n))
-        .collect();
-    out.extend(unread);
+    out.extend(
+        order
+            .iter()
+            .copied()
+            .filter(|&n| matches!(nodes[n], Flat::Src(_)) && !loaded[n]),
+    );
     out
 }
 
