@@ -185,8 +185,9 @@ fn block(
 ) -> Option<(Plan, u64)> {
     let lx = &stmt.loops[x];
     let lf = factor_loop(stmt, f);
-    let mut src = Vec::new();
-    let mut dst = Vec::new();
+    let n = (tile * lf.extent * stmt.bytes) as usize;
+    let mut src = Vec::with_capacity(n);
+    let mut dst = Vec::with_capacity(n);
     for t in 0..tile as i64 {
         for j in 0..lf.extent as i64 {
             let s = lx
@@ -444,6 +445,10 @@ fn build(target: &Lanes) -> Option<(Node, u32)> {
     for l in &left {
         let l_lanes = lane_table(&l.lanes);
         for (r, r_lanes) in right.iter().zip(&right_lanes) {
+            // Even a one-instruction merge would not beat the best so far: skip the mask.
+            if best.is_some_and(|(_, _, _, c)| l.cost + r.cost + 1 >= c) {
+                continue;
+            }
             let Some(mask) = merge_mask(&l_lanes, r_lanes, target) else {
                 continue;
             };
@@ -480,11 +485,6 @@ fn lane_table(lanes: &Lanes) -> LaneTable {
 
 /// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
 fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
-    let needed = slot_set(
-        target
-            .iter()
-            .filter(|s| matches!(s, Slot::Byte(v, _) if sources.contains(v))),
-    );
     let src_lanes = |s: usize| -> Lanes { std::array::from_fn(|l| Slot::Byte(s, l)) };
     let mut out = Vec::new();
     match *sources {
@@ -507,11 +507,15 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
         }
         [s, t] => {
             for (x, y) in [(s, t), (t, s)] {
-                for mask in UNPACKS.iter() {
-                    let c = shuffled(x, y, *mask, 1);
-                    let held = slot_set(c.lanes.iter());
-                    if needed.iter().zip(&held).all(|(n, h)| n & !h == 0) {
-                        out.push(c);
+                // The lanes of `x ++ y` that `target` needs, as a bit set like `UNPACK_HELD`.
+                let needed = target.iter().fold(0u32, |set, slot| match *slot {
+                    Slot::Byte(v, l) if v == x => set | 1 << l,
+                    Slot::Byte(v, l) if v == y => set | 1 << (V + l),
+                    _ => set,
+                });
+                for (mask, held) in UNPACKS.iter().zip(UNPACK_HELD.iter()) {
+                    if needed & !held == 0 {
+                        out.push(shuffled(x, y, *mask, 1));
                     }
                 }
             }
@@ -522,16 +526,6 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
         _ => {}
     }
     out
-}
-
-/// The slots of `lanes` as a bit set, indexed by [`slot_index`].
-fn slot_set<'a>(lanes: impl Iterator<Item = &'a Slot>) -> [u64; SLOTS.div_ceil(64)] {
-    let mut set = [0u64; SLOTS.div_ceil(64)];
-    for &slot in lanes {
-        let i = slot_index(slot);
-        set[i / 64] |= 1 << (i % 64);
-    }
-    set
 }
 
 /// The mask that moves each byte of `target` held in `a` (else in `b`) to its lane; a lane
@@ -609,6 +603,14 @@ static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| 
     [1, 2, 4, 8]
         .into_iter()
         .flat_map(|width| [false, true].map(|high| unpack_mask(width, high)))
+        .collect()
+});
+
+/// The lanes of `a ++ b` each of [`UNPACKS`] keeps, as bit sets (bit `i`: lane `i`).
+static UNPACK_HELD: std::sync::LazyLock<Vec<u32>> = std::sync::LazyLock::new(|| {
+    UNPACKS
+        .iter()
+        .map(|mask| mask.iter().fold(0u32, |set, &i| set | 1 << i))
         .collect()
 });
 
