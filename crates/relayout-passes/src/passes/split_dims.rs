@@ -51,14 +51,12 @@ impl IndexPass for SplitDims {
     const NAME: &'static str = "split-dims";
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(Kernel {
-            stmts: k
-                .stmts
+        Ok(k.with_stmts(
+            k.stmts
                 .iter()
                 .flat_map(|s| split_stmt(s, additions_round(k.dst.dtype)))
                 .collect(),
-            ..k.clone()
-        })
+        ))
     }
 }
 
