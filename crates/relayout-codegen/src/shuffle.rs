@@ -185,8 +185,9 @@ fn block(
 ) -> Option<(Plan, u64)> {
     let lx = &stmt.loops[x];
     let lf = factor_loop(stmt, f);
-    let mut src = Vec::new();
-    let mut dst = Vec::new();
+    let n = (tile * lf.extent * stmt.bytes) as usize;
+    let mut src = Vec::with_capacity(n);
+    let mut dst = Vec::with_capacity(n);
     for t in 0..tile as i64 {
         for j in 0..lf.extent as i64 {
             let s = lx
@@ -444,6 +445,10 @@ fn build(target: &Lanes) -> Option<(Node, u32)> {
     for l in &left {
         let l_lanes = lane_table(&l.lanes);
         for (r, r_lanes) in right.iter().zip(&right_lanes) {
+            // Even a one-instruction merge would not beat the best so far: skip the mask.
+            if best.is_some_and(|(_, _, _, c)| l.cost + r.cost + 1 >= c) {
+                continue;
+            }
             let Some(mask) = merge_mask(&l_lanes, r_lanes, target) else {
                 continue;
             };
@@ -480,11 +485,6 @@ fn lane_table(lanes: &Lanes) -> LaneTable {
 
 /// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
 fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
-    let needed = slot_set(
-        target
-            .iter()
-            .filter(|s| matches!(s, Slot::Byte(v, _) if sources.contains(v))),
-    );
     let src_lanes = |s: usize| -> Lanes { std::array::from_fn(|l| Slot::Byte(s, l)) };
     let mut out = Vec::new();
     match *sources {
@@ -507,11 +507,15 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
         }
         [s, t] => {
             for (x, y) in [(s, t), (t, s)] {
-                for mask in UNPACKS.iter() {
-                    let c = shuffled(x, y, *mask, 1);
-                    let held = slot_set(c.lanes.iter());
-                    if needed.iter().zip(&held).all(|(n, h)| n & !h == 0) {
-                        out.push(c);
+                // The lanes of `x ++ y` that `target` needs, as a bit set like `UNPACK_HELD`.
+                let needed = target.iter().fold(0u32, |set, slot| match *slot {
+                    Slot::Byte(v, l) if v == x => set | 1 << l,
+                    Slot::Byte(v, l) if v == y => set | 1 << (V + l),
+                    _ => set,
+                });
+                for (mask, held) in UNPACKS.iter().zip(UNPACK_HELD.iter()) {
+                    if needed & !held == 0 {
+                        out.push(shuffled(x, y, *mask, 1));
                     }
                 }
             }
@@ -522,16 +526,6 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
         _ => {}
     }
     out
-}
-
-/// The slots of `lanes` as a bit set, indexed by [`slot_index`].
-fn slot_set<'a>(lanes: impl Iterator<Item = &'a Slot>) -> [u64; SLOTS.div_ceil(64)] {
-    let mut set = [0u64; SLOTS.div_ceil(64)];
-    for &slot in lanes {
-        let i = slot_index(slot);
-        set[i / 64] |= 1 << (i % 64);
-    }
-    set
 }
 
 /// The mask that moves each byte of `target` held in `a` (else in `b`) to its lane; a lane
@@ -609,6 +603,14 @@ static UNPACKS: std::sync::LazyLock<Vec<[u8; V]>> = std::sync::LazyLock::new(|| 
     [1, 2, 4, 8]
         .into_iter()
         .flat_map(|width| [false, true].map(|high| unpack_mask(width, high)))
+        .collect()
+});
+
+/// The lanes of `a ++ b` each of [`UNPACKS`] keeps, as bit sets (bit `i`: lane `i`).
+static UNPACK_HELD: std::sync::LazyLock<Vec<u32>> = std::sync::LazyLock::new(|| {
+    UNPACKS
+        .iter()
+        .map(|mask| mask.iter().fold(0u32, |set, &i| set | 1 << i))
         .collect()
 });
 
@@ -705,8 +707,10 @@ impl Emitter<'_> {
             }
             Ok(())
         };
+        // The block's instructions are the same in every tile: work out their order once.
+        let steps = Steps::of(plan);
         let mut block =
-            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, s, d, overflow);
+            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, &steps, s, d, overflow);
         // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
         let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
         if plan.x == 0 {
@@ -839,102 +843,175 @@ fn around(
     )
 }
 
-/// One block: load the source vectors, build and store the destination vectors.
+/// A block's instructions in the order to emit them (see [`emit_block`]), worked out once
+/// per nest: each step's value is the one of that index.
+struct Steps {
+    steps: Vec<Step>,
+    /// Each destination vector: its offset and the step computing it.
+    stores: Vec<(i64, usize)>,
+}
+
+/// One instruction of a block.
+enum Step {
+    /// Load source vector i.
+    Load(usize),
+    /// `shuffle x y mask` of the values of steps x and y.
+    Shuffle(usize, usize, [u8; V]),
+}
+
+/// A node with its operands replaced by their numbers among the distinct nodes: equal
+/// trees get equal numbers without hashing or comparing whole trees.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Flat {
+    Src(usize),
+    Shuffle(usize, usize, [u8; V]),
+}
+
+/// The distinct nodes of a block's trees, numbered in the order first met (operands before
+/// the node, left before right), each listed under its height.
+#[derive(Default)]
+struct Distinct {
+    nodes: Vec<Flat>,
+    numbers: HashMap<Flat, usize>,
+    levels: Vec<Vec<usize>>,
+}
+
+impl Distinct {
+    /// The number and height of `node` (sources 0, a shuffle one more than its operands).
+    fn add(&mut self, node: &Node) -> (usize, usize) {
+        let (flat, h) = match node {
+            Node::Src(i) => (Flat::Src(*i), 0),
+            Node::Shuffle(x, y, mask) => {
+                let (x, hx) = self.add(x);
+                let (y, hy) = self.add(y);
+                (Flat::Shuffle(x, y, *mask), 1 + hx.max(hy))
+            }
+        };
+        if let Some(&n) = self.numbers.get(&flat) {
+            return (n, h);
+        }
+        let n = self.nodes.len();
+        self.nodes.push(flat);
+        self.numbers.insert(flat, n);
+        if self.levels.len() <= h {
+            self.levels.resize(h + 1, Vec::new());
+        }
+        self.levels[h].push(n);
+        (n, h)
+    }
+}
+
+impl Steps {
+    fn of(plan: &Plan) -> Steps {
+        // Destination vectors share intermediate shuffles (the first levels of a transpose):
+        // each distinct node is emitted once, in `schedule`'s order, and each source vector
+        // is loaded right before its first use. The machine code keeps this order, and in it
+        // a 16x16 byte transpose keeps about one level's vectors live (emitted tree by tree,
+        // with every load first, most of it was spilled).
+        let mut distinct = Distinct::default();
+        let roots: Vec<usize> = plan
+            .dst_vectors
+            .iter()
+            .map(|(_, n)| distinct.add(n).0)
+            .collect();
+        let order = schedule(&distinct);
+        let mut step_of = vec![usize::MAX; distinct.nodes.len()];
+        for (k, &n) in order.iter().enumerate() {
+            step_of[n] = k;
+        }
+        let steps = order
+            .iter()
+            .map(|&n| match distinct.nodes[n] {
+                Flat::Src(i) => Step::Load(i),
+                Flat::Shuffle(x, y, mask) => Step::Shuffle(step_of[x], step_of[y], mask),
+            })
+            .collect();
+        let stores = plan
+            .dst_vectors
+            .iter()
+            .zip(roots)
+            .map(|((o, _), n)| (*o, step_of[n]))
+            .collect();
+        Steps { steps, stores }
+    }
+}
+
+/// One block: load the source vectors, build and store the destination vectors, as `steps`
+/// (those of `plan`) say.
 fn emit_block(
     b: &mut FunctionBuilder,
     plan: &Plan,
+    steps: &Steps,
     src: Addr,
     dst: Addr,
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
-    // Destination vectors share intermediate shuffles (the first levels of a transpose):
-    // each distinct node is emitted once, in `schedule`'s order, and each source vector is
-    // loaded right before its first use. The machine code keeps this order, and in it a
-    // 16x16 byte transpose keeps about one level's vectors live (emitted tree by tree, with
-    // every load first, most of it was spilled).
-    let mut values: HashMap<&Node, Value> = HashMap::new();
-    for node in schedule(plan.dst_vectors.iter().map(|(_, n)| n)) {
-        let v = match node {
-            Node::Src(i) => {
-                let at = src.plus(plan.src_vectors[*i]).ok_or_else(&overflow)?;
+    let mut values: Vec<Value> = Vec::with_capacity(steps.steps.len());
+    for step in &steps.steps {
+        let v = match *step {
+            Step::Load(i) => {
+                let at = src.plus(plan.src_vectors[i]).ok_or_else(&overflow)?;
                 load(b, types::I8X16, at, 0)
             }
-            Node::Shuffle(x, y, mask) => {
-                let (x, y) = (values[&**x], values[&**y]);
+            Step::Shuffle(x, y, ref mask) => {
+                let (x, y) = (values[x], values[y]);
                 let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
                 b.ins().shuffle(x, y, imm)
             }
         };
-        values.insert(node, v);
+        values.push(v);
     }
-    for (o, node) in &plan.dst_vectors {
-        store(b, values[node], dst.plus(*o).ok_or_else(&overflow)?, 0);
+    for &(o, i) in &steps.stores {
+        store(b, values[i], dst.plus(o).ok_or_else(&overflow)?, 0);
     }
     Ok(())
 }
 
-/// The distinct nodes of `roots`' trees in an order to emit them: by height (sources, then
+/// The numbers of the `distinct` nodes in an order to emit them: by height (sources, then
 /// shuffles of sources, then shuffles of those, ...), and within a height by the positions
 /// of their operands in the order so far, so that the two results of a pair of operands
 /// (an unpack's low and high halves) come together and the operands can die after them.
-fn schedule<'a>(roots: impl Iterator<Item = &'a Node>) -> Vec<&'a Node> {
-    fn collect<'a>(node: &'a Node, levels: &mut Vec<Vec<&'a Node>>) -> usize {
-        let h = match node {
-            Node::Src(_) => 0,
-            Node::Shuffle(x, y, _) => 1 + collect(x, levels).max(collect(y, levels)),
-        };
-        if levels.len() <= h {
-            levels.resize(h + 1, Vec::new());
-        }
-        if !levels[h].contains(&node) {
-            levels[h].push(node);
-        }
-        h
-    }
-    let mut levels = Vec::new();
-    for root in roots {
-        collect(root, &mut levels);
-    }
-    let mut position: HashMap<&Node, usize> = HashMap::new();
-    let mut order = Vec::new();
-    for mut level in levels {
-        let key = |n: &Node| match n {
-            Node::Src(i) => (*i, 0),
-            Node::Shuffle(x, y, _) => {
-                let (a, b) = (position[&**x], position[&**y]);
+fn schedule(distinct: &Distinct) -> Vec<usize> {
+    let nodes = &distinct.nodes;
+    let mut position = vec![usize::MAX; nodes.len()];
+    let mut order = Vec::with_capacity(nodes.len());
+    for level in &distinct.levels {
+        let mut level = level.clone();
+        let key = |n: usize| match nodes[n] {
+            Flat::Src(i) => (i, 0),
+            Flat::Shuffle(x, y, _) => {
+                let (a, b) = (position[x], position[y]);
                 (a.min(b), a.max(b))
             }
         };
         // Stable: nodes with the same operands keep their first-use order.
-        level.sort_by_key(|n| key(n));
+        level.sort_by_key(|&n| key(n));
         for n in level {
-            position.insert(n, order.len());
+            position[n] = order.len();
             order.push(n);
         }
     }
     // Sources are loaded where first used: right before the first shuffle that reads them.
-    let mut out: Vec<&Node> = Vec::with_capacity(order.len());
-    let mut loaded = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(order.len());
+    let mut loaded = vec![false; nodes.len()];
     for &n in &order {
-        match n {
-            Node::Src(_) => {}
-            Node::Shuffle(x, y, _) => {
-                for operand in [&**x, &**y] {
-                    if matches!(operand, Node::Src(_)) && loaded.insert(operand) {
-                        out.push(operand);
-                    }
+        if let Flat::Shuffle(x, y, _) = nodes[n] {
+            for operand in [x, y] {
+                if matches!(nodes[operand], Flat::Src(_)) && !loaded[operand] {
+                    loaded[operand] = true;
+                    out.push(operand);
                 }
-                out.push(n);
             }
+            out.push(n);
         }
     }
     // A source no shuffle reads: a destination vector that is a source as loaded.
-    let unread: Vec<&Node> = order
-        .iter()
-        .copied()
-        .filter(|n| matches!(n, Node::Src(_)) && !loaded.contains(n))
-        .collect();
-    out.extend(unread);
+    out.extend(
+        order
+            .iter()
+            .copied()
+            .filter(|&n| matches!(nodes[n], Flat::Src(_)) && !loaded[n]),
+    );
     out
 }
 

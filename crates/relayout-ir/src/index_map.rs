@@ -146,3 +146,16 @@ pub struct Kernel {
     /// The statements, run in order; a later one overwrites what an earlier one wrote.
     pub stmts: Vec<Stmt>,
 }
+
+impl Kernel {
+    /// The kernel of the same name and tensors that runs `stmts` (what a pass returns: it
+    /// need not copy the statements it replaces).
+    pub fn with_stmts(&self, stmts: Vec<Stmt>) -> Kernel {
+        Kernel {
+            name: self.name.clone(),
+            src: self.src.clone(),
+            dst: self.dst.clone(),
+            stmts,
+        }
+    }
+}

@@ -163,6 +163,18 @@ pub enum Unit {
 }
 
 impl LoopKernel {
+    /// The kernel of the same name and tensors with statements `stmts` in bands `bands` (what
+    /// a pass returns: it need not copy the statements it replaces).
+    pub fn with_stmts(&self, stmts: Vec<LoopStmt>, bands: Vec<Band>) -> LoopKernel {
+        LoopKernel {
+            name: self.name.clone(),
+            src: self.src.clone(),
+            dst: self.dst.clone(),
+            stmts,
+            bands,
+        }
+    }
+
     /// The element type (source and destination always share it).
     pub fn dtype(&self) -> DType {
         self.dst.dtype

@@ -245,11 +245,7 @@ pub(crate) fn collapsible_unit(kernel: &LoopKernel, unit: Unit) -> Option<(u64, 
 /// statement; a band's rows are bands sharing one loop fewer). Its unit `entry + i0` runs row
 /// `i0` of the [`RowsCode`] numbered by `JitCode::compile`. `None` if a row cannot be made.
 pub(crate) fn rows_kernel(kernel: &LoopKernel, units: &[Unit]) -> Option<LoopKernel> {
-    let mut rows = LoopKernel {
-        stmts: Vec::new(),
-        bands: Vec::new(),
-        ..kernel.clone()
-    };
+    let mut rows = kernel.with_stmts(Vec::new(), Vec::new());
     for unit in units {
         if collapsible_unit(kernel, *unit).is_none() {
             continue;

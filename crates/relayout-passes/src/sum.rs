@@ -138,6 +138,33 @@ impl Sum {
         })
     }
 
+    /// [`Sum::add`] of owned sums: the same sum, with the atoms moved instead of cloned.
+    pub fn add_owned(self, other: Sum) -> Option<Sum> {
+        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
+        let mut a = self.terms.into_iter().peekable();
+        let mut b = other.terms.into_iter().peekable();
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    let (atom, c) = a.next()?;
+                    let (_, d) = b.next()?;
+                    (atom, c.checked_add(d)?)
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => a.next()?,
+                (Some(_), None) => a.next()?,
+                (_, Some(_)) => b.next()?,
+                (None, None) => break,
+            };
+            if next.1 != 0 {
+                terms.push(next);
+            }
+        }
+        Some(Sum {
+            terms,
+            constant: self.constant.checked_add(other.constant)?,
+        })
+    }
+
     /// `self + c`.
     pub fn add_const(&self, c: i64) -> Option<Sum> {
         Some(Sum {
@@ -160,6 +187,18 @@ impl Sum {
             terms,
             constant: self.constant.checked_mul(k)?,
         })
+    }
+
+    /// [`Sum::scale`] of an owned sum, in place.
+    pub fn scale_owned(mut self, k: i64) -> Option<Sum> {
+        if k == 0 {
+            return Some(Sum::constant(0));
+        }
+        for (_, c) in &mut self.terms {
+            *c = c.checked_mul(k)?;
+        }
+        self.constant = self.constant.checked_mul(k)?;
+        Some(self)
     }
 
     /// `self / k` for a `k` that divides every coefficient and the constant.

@@ -30,10 +30,7 @@ impl IndexPass for Canonicalize {
     const NAME: &'static str = "canonicalize";
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(Kernel {
-            stmts: k.stmts.iter().filter_map(canonicalize_stmt).collect(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(k.stmts.iter().filter_map(canonicalize_stmt).collect()))
     }
 }
 

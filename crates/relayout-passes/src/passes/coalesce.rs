@@ -32,10 +32,10 @@ impl LoopPass for Coalesce {
     const NAME: &'static str = "coalesce";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        Ok(LoopKernel {
-            stmts: k.stmts.iter().filter_map(coalesce_stmt).collect(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(
+            k.stmts.iter().filter_map(coalesce_stmt).collect(),
+            k.bands.clone(),
+        ))
     }
 }
 

@@ -25,10 +25,7 @@ impl IndexPass for DropUnitDims {
     const NAME: &'static str = "drop-unit-dims";
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(Kernel {
-            stmts: k.stmts.iter().filter_map(drop_dims).collect(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(k.stmts.iter().filter_map(drop_dims).collect()))
     }
 }
 

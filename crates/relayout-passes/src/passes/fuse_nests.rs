@@ -86,10 +86,7 @@ impl LoopPass for FuseNests {
     const NAME: &'static str = "fuse-nests";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        let mut out = LoopKernel {
-            stmts: Vec::with_capacity(k.stmts.len()),
-            ..k.clone()
-        };
+        let mut out = k.with_stmts(Vec::with_capacity(k.stmts.len()), k.bands.clone());
         // The group being grown (members as fused) and its statements as they were.
         let mut group: Vec<LoopStmt> = Vec::new();
         let mut originals: &[LoopStmt] = &[];

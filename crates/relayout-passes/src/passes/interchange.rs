@@ -39,14 +39,13 @@ impl LoopPass for Interchange {
     const NAME: &'static str = "interchange";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        Ok(LoopKernel {
-            stmts: k
-                .stmts
+        Ok(k.with_stmts(
+            k.stmts
                 .iter()
                 .map(|s| interchange_stmt(s, additions_round(k.dst.dtype)))
                 .collect(),
-            ..k.clone()
-        })
+            k.bands.clone(),
+        ))
     }
 }
 

@@ -103,11 +103,7 @@ impl LoopPass for OutputStationary {
             }
             i = j;
         }
-        Ok(LoopKernel {
-            stmts,
-            bands: Vec::new(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(stmts, Vec::new()))
     }
 }
 

@@ -66,11 +66,7 @@ impl LoopPass for PairPhases {
                 }
             }
         }
-        Ok(LoopKernel {
-            stmts: stmts.into_iter().flatten().collect(),
-            bands: Vec::new(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(stmts.into_iter().flatten().collect(), Vec::new()))
     }
 }
 

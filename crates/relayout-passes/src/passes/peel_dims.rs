@@ -48,7 +48,7 @@ impl IndexPass for PeelDims {
         for (i, s) in k.stmts.iter().enumerate() {
             peel(i, s, rounding, &mut budget, &mut stmts)?;
         }
-        Ok(Kernel { stmts, ..k.clone() })
+        Ok(k.with_stmts(stmts))
     }
 }
 

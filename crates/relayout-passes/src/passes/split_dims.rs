@@ -51,14 +51,12 @@ impl IndexPass for SplitDims {
     const NAME: &'static str = "split-dims";
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(Kernel {
-            stmts: k
-                .stmts
+        Ok(k.with_stmts(
+            k.stmts
                 .iter()
                 .flat_map(|s| split_stmt(s, additions_round(k.dst.dtype)))
                 .collect(),
-            ..k.clone()
-        })
+        ))
     }
 }
 
@@ -67,19 +65,35 @@ impl_pass!(index SplitDims);
 /// The statement, split until no dim can be split further. `rounding`: the kernel's additions
 /// round (see `stmt::splittable_dims`).
 fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
-    let mut stmts: Vec<Stmt> = canonicalize_stmt(stmt).into_iter().collect();
+    // Each statement with whether `split_once` found no split of it: it never will (the
+    // answer depends on the statement alone), so later rounds do not ask again.
+    let mut stmts: Vec<(Stmt, bool)> = canonicalize_stmt(stmt)
+        .into_iter()
+        .map(|s| (s, false))
+        .collect();
     for _ in 0..MAX_ROUNDS {
         let mut changed = false;
         let mut next = Vec::with_capacity(stmts.len());
-        for (i, s) in stmts.iter().enumerate() {
+        let len = stmts.len();
+        for (i, (s, done)) in stmts.into_iter().enumerate() {
+            if done {
+                next.push((s, true));
+                continue;
+            }
             // Statements still to come keep at least one slot each.
-            let room = MAX_PIECES.saturating_sub(next.len() + (stmts.len() - i - 1));
-            match split_once(s, rounding) {
+            let room = MAX_PIECES.saturating_sub(next.len() + (len - i - 1));
+            match split_once(&s, rounding) {
                 Some(pieces) if pieces.len() <= room => {
                     changed = true;
-                    next.extend(pieces.iter().filter_map(canonicalize_stmt));
+                    next.extend(
+                        pieces
+                            .iter()
+                            .filter_map(canonicalize_stmt)
+                            .map(|p| (p, false)),
+                    );
                 }
-                _ => next.push(s.clone()),
+                Some(_) => next.push((s, false)),
+                None => next.push((s, true)),
             }
         }
         stmts = next;
@@ -87,7 +101,7 @@ fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
             break;
         }
     }
-    stmts
+    stmts.into_iter().map(|(s, _)| s).collect()
 }
 
 /// `u = (d + offset) floordiv scale`: a digit read from a dim.

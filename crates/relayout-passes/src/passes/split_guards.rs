@@ -65,10 +65,7 @@ impl IndexPass for SplitGuards {
         for s in &k.stmts {
             split(s, rounding, &mut budget, &mut stmts);
         }
-        Ok(Kernel {
-            stmts: shrink_fills(stmts),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(shrink_fills(stmts)))
     }
 }
 

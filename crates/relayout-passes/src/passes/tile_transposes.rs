@@ -43,10 +43,10 @@ impl LoopPass for TileTransposes {
     const NAME: &'static str = "tile-transposes";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        Ok(LoopKernel {
-            stmts: k.stmts.iter().flat_map(tile_stmt).collect(),
-            ..k.clone()
-        })
+        Ok(k.with_stmts(
+            k.stmts.iter().flat_map(tile_stmt).collect(),
+            k.bands.clone(),
+        ))
     }
 }
 
