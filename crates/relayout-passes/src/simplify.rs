@@ -79,7 +79,7 @@ impl Simplifier {
             AffineExpr::Const(c) => Some(Sum::constant(*c)),
             AffineExpr::Add(a, b) => Some(
                 self.build(a, depth + 1)?
-                    .add_owned(self.build(b, depth + 1)?)?
+                    .add(self.build(b, depth + 1)?)?
                     .recombine(),
             ),
             AffineExpr::Mul(a, k) => self.build(a, depth + 1)?.scale_owned(*k),
@@ -178,7 +178,7 @@ impl Simplifier {
             return Some(Sum::atom(Atom::FloorDiv(Box::new(r), k)));
         }
         // `r` is smaller than `s`, so this recursion ends.
-        self.floordiv(r, k)?.add_owned(q.div_exact(k)?)
+        self.floordiv(r, k)?.add(q.div_exact(k)?)
     }
 
     /// `s mod k` for `k > 0`, simplified.
@@ -264,7 +264,7 @@ impl Simplifier {
                 Kind::FloorDiv => self.floordiv(t, m),
                 Kind::Mod => {
                     let r0 = r.add_const(p.checked_mul(g)?.checked_neg()?)?;
-                    self.modulo(t, m)?.scale_owned(g)?.add_owned(r0)
+                    self.modulo(t, m)?.scale_owned(g)?.add(r0)
                 }
             };
         }

@@ -53,7 +53,7 @@ impl Sum {
     pub fn from_terms(terms: Vec<(Atom, i64)>, constant: i64) -> Option<Sum> {
         let mut out = Sum::constant(constant);
         for (a, c) in terms {
-            out = out.add(&Sum {
+            out = out.add(Sum {
                 terms: vec![(a, c)],
                 constant: 0,
             })?;
@@ -103,43 +103,8 @@ impl Sum {
         self.terms.iter().all(|(a, _)| matches!(a, Atom::Dim(_)))
     }
 
-    /// `self + other`.
-    pub fn add(&self, other: &Sum) -> Option<Sum> {
-        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
-        let (mut i, mut j) = (0, 0);
-        while i < self.terms.len() || j < other.terms.len() {
-            let next = match (self.terms.get(i), other.terms.get(j)) {
-                (Some(a), Some(b)) if a.0 == b.0 => {
-                    i += 1;
-                    j += 1;
-                    (a.0.clone(), a.1.checked_add(b.1)?)
-                }
-                (Some(a), Some(b)) if a.0 < b.0 => {
-                    i += 1;
-                    a.clone()
-                }
-                (Some(a), None) => {
-                    i += 1;
-                    a.clone()
-                }
-                (_, Some(b)) => {
-                    j += 1;
-                    b.clone()
-                }
-                (None, None) => break,
-            };
-            if next.1 != 0 {
-                terms.push(next);
-            }
-        }
-        Some(Sum {
-            terms,
-            constant: self.constant.checked_add(other.constant)?,
-        })
-    }
-
-    /// [`Sum::add`] of owned sums: the same sum, with the atoms moved instead of cloned.
-    pub fn add_owned(self, other: Sum) -> Option<Sum> {
+    /// `self + other`, the atoms moved (not cloned) into the sum.
+    pub fn add(self, other: Sum) -> Option<Sum> {
         let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
         let mut a = self.terms.into_iter().peekable();
         let mut b = other.terms.into_iter().peekable();
@@ -175,18 +140,7 @@ impl Sum {
 
     /// `self * k`.
     pub fn scale(&self, k: i64) -> Option<Sum> {
-        if k == 0 {
-            return Some(Sum::constant(0));
-        }
-        let terms = self
-            .terms
-            .iter()
-            .map(|(a, c)| Some((a.clone(), c.checked_mul(k)?)))
-            .collect::<Option<Vec<_>>>()?;
-        Some(Sum {
-            terms,
-            constant: self.constant.checked_mul(k)?,
-        })
+        self.clone().scale_owned(k)
     }
 
     /// [`Sum::scale`] of an owned sum, in place.
@@ -252,7 +206,7 @@ impl Sum {
             let want = c.checked_mul(*k)?;
             if self.terms.iter().any(|(a, c2)| *a == div && *c2 == want) {
                 let (_, rest) = self.partition(|a, _| *a == div || a == atom);
-                return rest.add(&e.scale(*c)?);
+                return rest.add(e.scale(*c)?);
             }
         }
         None
@@ -373,8 +327,8 @@ mod tests {
     #[test]
     fn add_merges_and_drops_zero_terms() {
         let a = Sum::dim(0).scale(2).unwrap().add_const(3).unwrap();
-        let b = Sum::dim(1).add(&Sum::dim(0).scale(-2).unwrap()).unwrap();
-        let s = a.add(&b).unwrap();
+        let b = Sum::dim(1).add(Sum::dim(0).scale(-2).unwrap()).unwrap();
+        let s = a.add(b).unwrap();
         assert_eq!(s.to_expr().to_string(), "d1 + 3");
     }
 
@@ -386,7 +340,7 @@ mod tests {
 
     #[test]
     fn recombine_folds_div_and_mod() {
-        let e = Sum::dim(0).add(&Sum::dim(1)).unwrap();
+        let e = Sum::dim(0).add(Sum::dim(1)).unwrap();
         let s = Sum::from_terms(
             vec![
                 (Atom::FloorDiv(Box::new(e.clone()), 4), 12),
