@@ -2,7 +2,7 @@
 
 use crate::body::Body;
 use crate::copy;
-use crate::loops::{Count, Emitter};
+use crate::loops::{Count, Emitter, IndexLoop};
 use crate::mem::Addr;
 use crate::phases;
 use crate::shuffle;
@@ -283,8 +283,7 @@ fn emit_band(
     // Members share their outer loops, so an empty loop anywhere empties only that member.
     let limit = b.ins().iconst(types::I64, shared[0].extent as i64);
     let end = b.ins().umin(end, limit);
-    let mut index = Vec::with_capacity(depth);
-    let mut afters = Vec::with_capacity(depth);
+    let mut index: Vec<IndexLoop> = Vec::with_capacity(depth);
     for (level, l) in shared.iter().enumerate() {
         let (from, to) = if level == 0 {
             (start, end)
@@ -294,17 +293,7 @@ fn emit_band(
                 b.ins().iconst(types::I64, l.extent as i64),
             )
         };
-        let header = b.create_block();
-        let i = b.append_block_param(header, types::I64);
-        let work = b.create_block();
-        let after = b.create_block();
-        b.ins().jump(header, &[from.into()]);
-        b.switch_to_block(header);
-        let more = b.ins().icmp(IntCC::UnsignedLessThan, i, to);
-        b.ins().brif(more, work, &[], after, &[]);
-        b.switch_to_block(work);
-        index.push((i, header));
-        afters.push(after);
+        index.push(IndexLoop::open(b, from, to));
     }
     for &(member, stmt, body) in members {
         if stmt.loops.len() < depth {
@@ -324,11 +313,9 @@ fn emit_band(
         let (inner, proven) = band_nest(stmt, depth, src_bytes);
         emit_nest(b, member, &inner, body, proven, Count::Const(1), (s, d))?;
     }
-    for (level, after) in afters.iter().enumerate().rev() {
-        let (i, header) = index[level];
-        let next = b.ins().iadd_imm_u(i, 1);
-        b.ins().jump(header, &[next.into()]);
-        b.switch_to_block(*after);
+    for level in index.into_iter().rev() {
+        let next = b.ins().iadd_imm_u(level.index, 1);
+        level.close(b, next);
     }
     Ok(())
 }
@@ -338,22 +325,19 @@ fn band_bases(
     b: &mut FunctionBuilder,
     stmt: &LoopStmt,
     body: &Body,
-    index: &[(Value, cranelift_codegen::ir::Block)],
+    index: &[IndexLoop],
     src: Value,
     dst: Value,
 ) -> (Addr, Addr) {
     let mut advance = |ptr: Value, strides: &mut dyn Iterator<Item = i64>| {
-        index
-            .iter()
-            .zip(strides)
-            .fold(ptr, |ptr, (&(i, _), stride)| {
-                if stride == 0 {
-                    return ptr;
-                }
-                // Wrapping arithmetic is exact here: the result is an address inside the buffer.
-                let delta = b.ins().imul_imm_s(i, stride);
-                b.ins().iadd(ptr, delta)
-            })
+        index.iter().zip(strides).fold(ptr, |ptr, (level, stride)| {
+            if stride == 0 {
+                return ptr;
+            }
+            // Wrapping arithmetic is exact here: the result is an address inside the buffer.
+            let delta = b.ins().imul_imm_s(level.index, stride);
+            b.ins().iadd(ptr, delta)
+        })
     };
     let reads = body.reads_src();
     let s = advance(

@@ -60,6 +60,7 @@ pub use function::{
     translate_kernel_fn, translate_stmt, translate_variants_fn, StreamedRuns, RUN_ALL,
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
+pub use loops::IndexLoop;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use relayout_ir::LoopKernel;

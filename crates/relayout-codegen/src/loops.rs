@@ -14,9 +14,47 @@
 use crate::body::Body;
 use crate::mem::Addr;
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, Block, BlockArg, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::Loop;
+
+/// A top-tested loop `for index in from..to` over an `i64` index, for loops whose body uses
+/// the index itself (a band's shared loops, an AOT entry's loop over a band) rather than
+/// pointers it bumps.
+pub struct IndexLoop {
+    /// The index at this iteration.
+    pub index: Value,
+    header: Block,
+    after: Block,
+}
+
+impl IndexLoop {
+    /// Opens the loop, leaving the builder at the top of its body.
+    pub fn open(b: &mut FunctionBuilder, from: Value, to: Value) -> IndexLoop {
+        let header = b.create_block();
+        let index = b.append_block_param(header, types::I64);
+        let work = b.create_block();
+        let after = b.create_block();
+        b.ins().jump(header, &[from.into()]);
+        b.switch_to_block(header);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, index, to);
+        b.ins().brif(more, work, &[], after, &[]);
+        b.switch_to_block(work);
+        IndexLoop {
+            index,
+            header,
+            after,
+        }
+    }
+
+    /// Ends the body with `next` (the index plus one) as the next iteration's index, leaving
+    /// the builder after the loop.
+    pub fn close(self, b: &mut FunctionBuilder, next: Value) {
+        b.ins().jump(self.header, &[next.into()]);
+        b.switch_to_block(self.after);
+    }
+}
 
 /// An iteration count: known when the loop is not the outermost, else computed from the
 /// function's `start` and `end` arguments.

@@ -34,7 +34,9 @@ use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
-use relayout_codegen::{build_function, stmt_signature, translate_stmt, Helper, ModuleImports};
+use relayout_codegen::{
+    build_function, stmt_signature, translate_stmt, Helper, IndexLoop, ModuleImports,
+};
 use relayout_ir::{LoopKernel, TensorType, Unit};
 use std::convert::Infallible;
 
@@ -233,21 +235,13 @@ fn emit_band_loop(
     members: &[FuncRef],
     [src, dst, start, end]: [Value; 4],
 ) {
-    let header = b.create_block();
-    let i = b.append_block_param(header, types::I64);
-    let body = b.create_block();
-    let exit = b.create_block();
-    b.ins().jump(header, &[start.into()]);
-    b.switch_to_block(header);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
-    b.ins().brif(more, body, &[], exit, &[]);
-    b.switch_to_block(body);
+    let band = IndexLoop::open(b, start, end);
+    let i = band.index;
     let next = b.ins().iadd_imm_u(i, 1);
     for &m in members {
         b.ins().call(m, &[src, dst, i, next]);
     }
-    b.ins().jump(header, &[next.into()]);
-    b.switch_to_block(exit);
+    band.close(b, next);
 }
 
 /// Compiles and defines an entry point; the error is Cranelift's, as text.
