@@ -178,14 +178,18 @@ fn split_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
     Some(LoopStmt { loops, ..s.clone() })
 }
 
+/// Whether `a` and `b` both have a loop `d`, with the same extent and destination stride.
+fn same_loop(a: &LoopStmt, b: &LoopStmt, d: usize) -> bool {
+    match (a.loops.get(d), b.loops.get(d)) {
+        (Some(x), Some(y)) => (x.extent, x.dst_stride) == (y.extent, y.dst_stride),
+        _ => false,
+    }
+}
+
 /// Whether all `members` have a loop `d` with the extent and destination stride of the first
 /// member's.
 fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
-    members.iter().all(|s| {
-        s.loops.get(d).is_some_and(|l| {
-            (l.extent, l.dst_stride) == (members[0].loops[d].extent, members[0].loops[d].dst_stride)
-        })
-    })
+    members.iter().all(|s| same_loop(&members[0], s, d))
 }
 
 /// The consecutive members of a band of `depth` loops that could share one more loop, when
@@ -205,13 +209,12 @@ fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<std::ops::Range<usiz
     while start < members.len() {
         // The longest run from `start` sharing loop `depth` with its first member.
         let mut end = start + 1;
-        while end < members.len() && shares_loop(&members[start..=end], depth) {
+        while end < members.len() && same_loop(&members[start], &members[end], depth) {
             end += 1;
         }
         let run = &members[start..end];
         if run.len() >= 2
             && run.len() < members.len()
-            && shares_loop(run, depth)
             && iterations_disjoint(run, depth + 1).is_ok()
         {
             let w = work(run);
