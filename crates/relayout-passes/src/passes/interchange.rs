@@ -14,8 +14,9 @@
 //! in any order), or a copy or a float accumulate whose runs never write the same destination
 //! byte twice (`dependence::points_disjoint`). A float accumulate whose points add into the
 //! same element keeps its order: float additions round in their order, and Col2Im's results
-//! stay bit-exact (a Col2Im without padding has all its kernel positions in one statement). A sum from +0.0 (`accumulate ... = 0 + ...`) starts its runs over at each
-//! point of its outer loops, so the same holds for its outer loops.
+//! stay bit-exact (a Col2Im without padding has all its kernel positions in one statement).
+//! A sum from +0.0 (`accumulate ... = 0 + ...`) starts its runs over at each point of its
+//! outer loops, so the same holds for its outer loops.
 //!
 //! The innermost reduction loops of an accumulate (destination stride 0, see
 //! `output-stationary`) stay innermost and in their order: they fix the order in which each
@@ -39,10 +40,11 @@ impl LoopPass for Interchange {
     const NAME: &'static str = "interchange";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        let rounding = additions_round(k.dst.dtype);
         Ok(k.with_stmts(
             k.stmts
                 .iter()
-                .map(|s| interchange_stmt(s, additions_round(k.dst.dtype)))
+                .map(|s| interchange_stmt(s, rounding))
                 .collect(),
             k.bands.clone(),
         ))
