@@ -41,6 +41,7 @@
 //! never see a band.
 
 use crate::pass::{impl_pass, LoopPass};
+use crate::passes::output_stationary::reduction_split;
 use crate::PassError;
 use relayout_ir::dependence::{dst_footprint, iterations_disjoint};
 use relayout_ir::{Band, Loop, LoopAction, LoopKernel, LoopStmt};
@@ -121,6 +122,10 @@ fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
         .chain([next])
         .map(|s| with_outer_loop(s, outer))
         .collect::<Option<_>>()?;
+    // A member's reduction loops are its body in code generation, never a shared loop.
+    if grown.iter().any(|s| reduction_split(s) == 0) {
+        return None;
+    }
     iterations_disjoint(&grown, 1).ok()?;
     Some(grown)
 }
@@ -178,10 +183,17 @@ fn split_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
     Some(LoopStmt { loops, ..s.clone() })
 }
 
-/// Whether `a` and `b` both have a loop `d`, with the same extent and destination stride.
+/// Whether `a` and `b` both have a loop `d`, with the same extent and destination stride,
+/// that is not one of their reduction loops (an accumulation's innermost loops of destination
+/// stride 0, which code generation sums in registers as the body of the nest; one of extent
+/// 1 passes every disjointness test, so it is refused here).
 fn same_loop(a: &LoopStmt, b: &LoopStmt, d: usize) -> bool {
     match (a.loops.get(d), b.loops.get(d)) {
-        (Some(x), Some(y)) => (x.extent, x.dst_stride) == (y.extent, y.dst_stride),
+        (Some(x), Some(y)) => {
+            (x.extent, x.dst_stride) == (y.extent, y.dst_stride)
+                && d < reduction_split(a)
+                && d < reduction_split(b)
+        }
         _ => false,
     }
 }
