@@ -1,9 +1,10 @@
-//! `fuse-nests` on random multi-statement kernels built to share outer loops: the fused
-//! kernel verifies, the interpreter gives the same bytes as for the unfused kernel (bit for
-//! bit, float accumulations included), and the JIT-compiled fused kernel, whole and forced
-//! into 2, 3 and 7 pieces, gives them too. Fusion is forced (`FuseNests::always`) so that
-//! these small kernels fuse; the counts at the end check that many did, and that the analysis
-//! refused some.
+//! `fuse-nests` on random multi-statement kernels built to share outer loops, and `reroll`
+//! on the fused kernels with translated copies of their statements added: the result
+//! verifies, the interpreter gives the same bytes as for the kernel before (bit for bit, float
+//! accumulations included), and the JIT-compiled result, whole and forced into 2, 3 and 7
+//! pieces, gives them too. Fusion is forced (`FuseNests::always`) so that these small kernels
+//! fuse; the counts at the end of each test check that both outcomes occur (fused and
+//! refused, merged and kept apart).
 
 #[path = "support/fuzz_bodies.rs"]
 mod bodies;
@@ -14,7 +15,7 @@ use relayout::ir::{
     TensorType,
 };
 use relayout::Split;
-use relayout_passes::{FuseNests, Pass};
+use relayout_passes::{FuseNests, Pass, Reroll};
 
 /// splitmix64, so a failing seed reproduces its kernel.
 struct Rng(u64);
@@ -140,12 +141,31 @@ fn fuse(k: &LoopKernel) -> LoopKernel {
     }
 }
 
-/// Fuses `k` (a verified kernel) and checks the fused kernel: it verifies, and the
-/// interpreter and the JIT, whole and forced into pieces, give the bytes the unfused kernel
-/// gives. Returns the fused kernel.
+fn reroll(k: &LoopKernel) -> LoopKernel {
+    match Reroll.run(AnyKernel::Loops(k.clone())) {
+        Ok(AnyKernel::Loops(f)) => f,
+        other => panic!("reroll on\n{k}\ngave {other:?}"),
+    }
+}
+
+/// Fuses `k` (a verified kernel) and checks the fused kernel (see [`check_pass`]). Returns
+/// the fused kernel.
 fn check_fused(seed: u64, k: &LoopKernel) -> LoopKernel {
-    let f = fuse(k);
-    verify_loop_kernel(&f).unwrap_or_else(|e| panic!("seed {seed}: fused kernel fails:\n{e}"));
+    check_pass(seed, k, fuse, "fuse-nests")
+}
+
+/// Runs `pass` on `k` (a verified kernel) and checks the result: it verifies, and the
+/// interpreter and the JIT, whole and forced into pieces, give the bytes `k` gives. Returns
+/// the result.
+fn check_pass(
+    seed: u64,
+    k: &LoopKernel,
+    pass: fn(&LoopKernel) -> LoopKernel,
+    name: &str,
+) -> LoopKernel {
+    let f = pass(k);
+    verify_loop_kernel(&f)
+        .unwrap_or_else(|e| panic!("seed {seed}: {name} made a kernel that fails:\n{e}"));
     let src = random_bytes(k.src.size_bytes().unwrap() as usize, seed);
     let dst0 = random_bytes(k.dst.size_bytes().unwrap() as usize, !seed);
     let mut want = dst0.clone();
@@ -154,7 +174,7 @@ fn check_fused(seed: u64, k: &LoopKernel) -> LoopKernel {
     interpret_loops(&f, &src, &mut got).unwrap();
     assert!(
         got == want,
-        "seed {seed}: fusion changed the result of\n{k}\ninto\n{f}"
+        "seed {seed}: {name} changed the result of\n{k}\ninto\n{f}"
     );
     let compiled = relayout_jit::CompiledKernel::compile(&f)
         .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{f}"));
@@ -309,5 +329,76 @@ fn fused_rows_compute_what_they_computed() {
     assert!(
         kept * 20 >= checked,
         "only {kept} of {checked} kept one band"
+    );
+}
+
+/// `k` with translated copies of some statements inserted after them, a few statements on:
+/// the same statement moved by a random destination step (a few elements, so that copies
+/// sometimes overlap their original or the statements between) and source step. Bands are
+/// dropped; the caller fuses again.
+fn with_translates(rng: &mut Rng, k: &LoopKernel) -> LoopKernel {
+    let es = k.dtype().size() as i64;
+    let mut stmts = k.stmts.clone();
+    for _ in 0..1 + rng.below(3) {
+        let at = rng.below(stmts.len() as u64) as usize;
+        let base = stmts[at].clone();
+        let step = (es * rng.signed(6), es * rng.signed(16));
+        let mut to = at + 1;
+        for j in 1..2 + rng.below(3) as i64 {
+            to = (to + rng.below(2) as usize).min(stmts.len());
+            let copy = LoopStmt {
+                dst_offset: base.dst_offset + j * step.0,
+                src_offset: if base.action.is_fill() {
+                    base.src_offset
+                } else {
+                    base.src_offset + j * step.1
+                },
+                ..base.clone()
+            };
+            stmts.insert(to, copy);
+            to += 1;
+        }
+    }
+    LoopKernel {
+        stmts,
+        bands: vec![],
+        ..k.clone()
+    }
+}
+
+/// `reroll` on fused random kernels with translated statements: where runs of translates
+/// become one statement (their later members moved in front of statements only when no byte
+/// is written by both within a band iteration), the result is what the kernel before
+/// computes, in the interpreter and in the JIT, whole and in pieces. Checks that both
+/// outcomes occur: statements merged, and translates kept apart.
+#[test]
+fn rerolled_random_kernels_compute_what_they_computed() {
+    let (mut checked, mut merged, mut kept) = (0, 0, 0);
+    // Most translated copies leave the small destination and fail verification.
+    for seed in 0..12000u64 {
+        let mut rng = Rng(seed ^ 0x5eed);
+        let base = random_kernel(&mut rng);
+        let k = with_translates(&mut rng, &base);
+        if verify_loop_kernel(&k).is_err() {
+            continue;
+        }
+        checked += 1;
+        let fused = fuse(&k);
+        let rolled = check_pass(seed, &fused, reroll, "reroll");
+        if rolled.stmts.len() < fused.stmts.len() {
+            merged += 1;
+        } else {
+            kept += 1;
+        }
+    }
+    println!("{checked} kernels verified: {merged} with statements merged, {kept} without");
+    assert!(checked >= 500, "only {checked} random kernels verified");
+    assert!(
+        merged * 4 >= checked,
+        "only {merged} of {checked} merged statements"
+    );
+    assert!(
+        kept * 20 >= checked,
+        "only {kept} of {checked} kept every statement"
     );
 }

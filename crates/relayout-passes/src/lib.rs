@@ -35,7 +35,10 @@
 //! 10. `pair-phases` merges the even- and odd-element phases of sums from +0.0 (a stride-2
 //!     Col2Im's columns) into one sum with a loop of two phases, which code generation sums
 //!     as whole vectors and stores interleaved;
-//! 11. `fuse-nests` shares the outer loops of consecutive statements.
+//! 11. `fuse-nests` shares the outer loops of consecutive statements;
+//! 12. `reroll` merges statements that are one statement moved by a constant step (the pieces
+//!     on opposite sides of a padded or bordered box) into one with a loop over the steps,
+//!     which compiles once instead of once per piece.
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every
@@ -71,7 +74,7 @@ pub use compose::{Chain, ComposeError};
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PassTiming, PipelineRun};
 pub use pass::{Level, Pass};
-pub use passes::{FuseNests, OutputStationary};
+pub use passes::{FuseNests, OutputStationary, Reroll};
 pub use pipeline::{default_loop_pipeline, default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 

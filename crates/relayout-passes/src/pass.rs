@@ -56,6 +56,9 @@ pub(crate) trait IndexPass {
 /// A pass on loop IR that keeps it at that level.
 pub(crate) trait LoopPass {
     const NAME: &'static str;
+    /// Whether the pass reads the bands `fuse-nests` made and keeps them right itself;
+    /// otherwise it is given the kernel without bands.
+    const KEEPS_BANDS: bool = false;
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError>;
 }
 
@@ -90,9 +93,15 @@ macro_rules! impl_pass {
                 &self,
                 ir: relayout_ir::AnyKernel,
             ) -> Result<relayout_ir::AnyKernel, $crate::PassError> {
-                // Every loop pass starts from the unfused kernel: dropping bands never changes
-                // what a verified kernel computes, and only `fuse-nests` makes them.
-                let k = $crate::pass::expect_loops(self.name(), ir)?.unfused();
+                // A loop pass starts from the unfused kernel unless it keeps bands right itself:
+                // dropping bands never changes what a verified kernel computes, and only
+                // `fuse-nests` makes them.
+                let k = $crate::pass::expect_loops(self.name(), ir)?;
+                let k = if <$t as $crate::pass::LoopPass>::KEEPS_BANDS {
+                    k
+                } else {
+                    k.unfused()
+                };
                 $crate::pass::LoopPass::run_loops(self, &k).map(relayout_ir::AnyKernel::Loops)
             }
         }

@@ -10,10 +10,10 @@ use std::fmt;
 /// `split-dims` runs before `split-guards` because SpaceToBatch's guards are written on the
 /// digits of the batch dim; `peel-dims` is the last resort for whatever floordiv, mod or guard
 /// is left; `coalesce` runs once before `interchange` (which reads the merged loops) and once
-/// after (which merges what the new order made adjacent); `fuse-nests` runs last, on the
-/// final loops of every statement.
+/// after (which merges what the new order made adjacent); `fuse-nests` runs on the
+/// final loops of every statement, and `reroll` after it, on the final bands.
 pub const DEFAULT_PIPELINE: &str = "canonicalize,split-dims,split-guards,peel-dims,\
-drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests";
+drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll";
 
 /// An ordered list of passes.
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 
 use crate::passes::{
     Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, OutputStationary,
-    PairPhases, PeelDims, SplitDims, SplitGuards, TileTransposes,
+    PairPhases, PeelDims, Reroll, SplitDims, SplitGuards, TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -114,6 +114,12 @@ pub static PASSES: &[PassInfo] = &[
         summary: "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes",
         level: Level::Loops,
         create: || Box::new(FuseNests::default()),
+    },
+    PassInfo {
+        name: "reroll",
+        summary: "merge consecutive statements that are one statement shifted by a constant step into one with a loop over the steps",
+        level: Level::Loops,
+        create: || Box::new(Reroll),
     },
 ];
 

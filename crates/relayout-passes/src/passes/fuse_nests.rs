@@ -36,9 +36,9 @@
 //!   [`MAX_ITERATION_FOOTPRINT`] destination bytes (what stays in cache between members);
 //!   [`FuseNests::always`] drops this condition, for tests.
 //!
-//! It runs last in the default pipeline: every loop pass starts from the unfused kernel (the
-//! pass manager drops bands before the others, which is always correct), so the other passes
-//! never see a band.
+//! It runs after the other loop passes of the default pipeline but `reroll`: every loop pass
+//! starts from the unfused kernel (the pass manager drops bands before it, which is always
+//! correct) except `reroll`, which keeps the bands right itself.
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::output_stationary::reduction_split;

@@ -1,0 +1,216 @@
+//! `reroll`: consecutive statements that are one statement shifted by a constant step become
+//! that statement with one more loop (the inverse of unrolling it; LLVM's loop reroll).
+//!
+//! Splitting guards cuts a padded or bordered box into pieces, and the pieces on opposite
+//! sides are often the same nest moved: a constant Pad's top and bottom rows, its left and
+//! right columns, a Col2Im's four corners. Code generation would compile each piece as a
+//! nest of its own; Cranelift's time grows with the code, so pieces that differ only in
+//! their offsets cost compile time for nothing. One nest with a loop over the pieces runs the
+//! same points.
+//!
+//! What it does: it walks the kernel's units (a statement alone, or a band of fused
+//! statements). Inside a band it looks at the members, outside at the statements between
+//! bands. A run of two or more consecutive statements with the same action, run length and
+//! loops (extents and strides), whose destination and source offsets each step by the same
+//! amount from one statement to the next, with a destination step other than zero, becomes
+//! the first statement with a new loop (extent the run's length, strides the steps) placed
+//! right inside the loops its band shares (outermost for a statement alone). It repeats
+//! until nothing merges, so pieces on a grid (a Col2Im's corners: two steps) become one
+//! statement with two new loops.
+//!
+//! Why the result is the same, exactly: the new loop sits outside all of the statement's own
+//! loops, so the merged statement runs the first piece's points, then the second's, ..., in
+//! the order the pieces ran (inside each iteration of a band's shared loops, where they ran
+//! one after the other as members). No point moves past another, so no legality question
+//! arises, and float accumulations keep their order. A destination step of zero would make
+//! the new loop a reduction loop of an `accumulate ... = 0 + ...`, whose meaning depends on
+//! which loops reduce, so such runs are left alone; so is a run whose new loop would
+//! overflow a stride. A band whose members all merge into one is dropped: the statement keeps
+//! the band's loops and runs alone, which is the same order.
+//!
+//! Run it last: it reads the final loops and bands, and no later pass needs to see pieces
+//! apart.
+
+use crate::pass::{impl_pass, LoopPass};
+use crate::PassError;
+use relayout_ir::dependence::members_commute;
+use relayout_ir::{Band, Loop, LoopKernel, LoopStmt, Unit};
+
+/// See the module documentation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reroll;
+
+/// How many statements after a run's first its later statements are looked for (bounds the
+/// quadratic search; a Col2Im's border pieces lie a few statements apart).
+const WINDOW: usize = 32;
+
+impl LoopPass for Reroll {
+    const NAME: &'static str = "reroll";
+    const KEEPS_BANDS: bool = true;
+
+    fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
+        let mut kernel = k.with_stmts(k.stmts.clone(), k.bands.clone());
+        // Each round merges at least two statements into one, so this ends.
+        while let Some(next) = reroll_once(&kernel) {
+            kernel = next;
+        }
+        Ok(kernel)
+    }
+}
+
+impl_pass!(loops Reroll);
+
+/// The kernel with every run of translated statements merged once, or `None` if there is
+/// none.
+fn reroll_once(k: &LoopKernel) -> Option<LoopKernel> {
+    let mut stmts = Vec::with_capacity(k.stmts.len());
+    let mut bands = Vec::with_capacity(k.bands.len());
+    let mut merged_any = false;
+    // Statements outside bands, collected until the next band (or the end) closes the group.
+    let mut alone: Vec<&LoopStmt> = Vec::new();
+    let flush = |alone: &mut Vec<&LoopStmt>, stmts: &mut Vec<LoopStmt>, merged: &mut bool| {
+        let group = merge_runs(alone, 0);
+        *merged |= group.len() < alone.len();
+        stmts.extend(group);
+        alone.clear();
+    };
+    for unit in k.units() {
+        match unit {
+            Unit::Stmt(i) => alone.push(&k.stmts[i]),
+            Unit::Band(band) => {
+                flush(&mut alone, &mut stmts, &mut merged_any);
+                let members: Vec<&LoopStmt> = k.stmts[band.members()].iter().collect();
+                let group = merge_runs(&members, band.depth);
+                merged_any |= group.len() < members.len();
+                if group.len() >= 2 {
+                    bands.push(Band {
+                        first: stmts.len(),
+                        len: group.len(),
+                        depth: band.depth,
+                    });
+                }
+                stmts.extend(group);
+            }
+        }
+    }
+    flush(&mut alone, &mut stmts, &mut merged_any);
+    merged_any.then(|| k.with_stmts(stmts, bands))
+}
+
+/// `group` (consecutive statements) with each run of translates merged into one statement
+/// whose new loop sits at `depth`, in the place of the run's first statement. A run's later
+/// statements may come from up to [`WINDOW`] statements further on, when each commutes with
+/// every statement it moves in front of (`members_commute`: no byte written by both within
+/// one iteration of the `depth` shared loops).
+fn merge_runs(group: &[&LoopStmt], depth: usize) -> Vec<LoopStmt> {
+    let mut taken = vec![false; group.len()];
+    let mut out = Vec::with_capacity(group.len());
+    for i in 0..group.len() {
+        if taken[i] {
+            continue;
+        }
+        taken[i] = true;
+        let mut run = vec![i];
+        let mut step = None;
+        let end = group.len().min(i + 1 + WINDOW);
+        for j in i + 1..end {
+            if taken[j] {
+                continue;
+            }
+            let last = group[run[run.len() - 1]];
+            let Some(s) = translate(last, group[j], depth) else {
+                continue;
+            };
+            if step.is_some_and(|step| step != s) {
+                continue;
+            }
+            // `group[j]` moves in front of every statement between the first and it that
+            // is not in the run.
+            let free = (i + 1..j)
+                .filter(|&m| !taken[m])
+                .all(|m| members_commute(group[m], group[j], depth));
+            if free {
+                taken[j] = true;
+                run.push(j);
+                step = Some(s);
+            }
+        }
+        match step.and_then(|s| with_loop(group[i], depth, run.len(), s)) {
+            Some(merged) => out.push(merged),
+            None => {
+                // Nothing merges: the others stay where they were.
+                for &m in &run[1..] {
+                    taken[m] = false;
+                }
+                out.push(group[i].clone());
+            }
+        }
+    }
+    out
+}
+
+/// The step `(dst, src)` from `a` to `b` when `b` is `a` moved by it: the same action, run
+/// and loops, a destination step other than zero, and at least `depth` loops (a band
+/// member's shared ones) to put the new loop inside.
+fn translate(a: &LoopStmt, b: &LoopStmt, depth: usize) -> Option<(i64, i64)> {
+    if a.action != b.action || a.bytes != b.bytes || a.loops != b.loops || a.loops.len() < depth {
+        return None;
+    }
+    let dst = b.dst_offset.checked_sub(a.dst_offset)?;
+    let src = b.src_offset.checked_sub(a.src_offset)?;
+    (dst != 0).then_some((dst, src))
+}
+
+/// `s` with a loop of `extent` iterations stepping `(dst, src)` inserted at `depth`, or
+/// `None` if a stride overflows.
+fn with_loop(
+    s: &LoopStmt,
+    depth: usize,
+    extent: usize,
+    (dst, src): (i64, i64),
+) -> Option<LoopStmt> {
+    let last = i64::try_from(extent - 1).ok()?;
+    // The farthest piece must be addressable, as it was before the merge.
+    dst.checked_mul(last)?;
+    src.checked_mul(last)?;
+    let mut loops = s.loops.clone();
+    loops.insert(
+        depth,
+        Loop {
+            extent: u64::try_from(extent).ok()?,
+            src_stride: src,
+            dst_stride: dst,
+        },
+    );
+    Some(LoopStmt { loops, ..s.clone() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relayout_ir::parse_loop_kernel;
+
+    fn reroll(text: &str) -> String {
+        let k = parse_loop_kernel(text).unwrap();
+        Reroll.run_loops(&k).unwrap().to_string()
+    }
+
+    #[test]
+    fn statements_on_a_grid_become_one_with_two_loops() {
+        let out = reroll(
+            "loops @k(%src: tensor<16x16xf32>) -> (%dst: tensor<16x16xf32>) {
+  copy 4 bytes %dst[0] = %src[0]
+  copy 4 bytes %dst[60] = %src[4]
+  copy 4 bytes %dst[960] = %src[8]
+  copy 4 bytes %dst[1020] = %src[12]
+}",
+        );
+        assert!(
+            out.contains(
+                "copy 4 bytes %dst[0 + 960 * i0 + 60 * i1] = %src[0 + 8 * i0 + 4 * i1]\n      for i0 in 0 to 2, i1 in 0 to 2"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.matches("copy").count(), 1, "{out}");
+    }
+}
