@@ -76,10 +76,7 @@ impl Pipeline {
                 .passes
                 .iter()
                 .copied()
-                .take_while(|p| {
-                    p.level == crate::Level::Index
-                        && (p.create)().output_level() == crate::Level::Index
-                })
+                .take_while(|p| p.level == crate::Level::Index && p.output == crate::Level::Index)
                 .collect(),
         }
     }

@@ -1,6 +1,7 @@
 //! The one table of passes: name, one-line summary, constructor. Pipeline strings are read
 //! against it, and `relayout --list-passes` prints it.
 
+use crate::pass::{IndexPass, LoopPass};
 use crate::passes::{
     Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, OutputStationary,
     PairPhases, PeelDims, Reroll, SplitDims, SplitGuards, TileTransposes,
@@ -15,6 +16,8 @@ pub struct PassInfo {
     pub summary: &'static str,
     /// The level of IR the pass accepts.
     pub level: Level,
+    /// The level of IR the pass produces (differs from `level` only for the lowering).
+    pub output: Level,
     /// Makes the pass (passes hold no state, so this is cheap).
     pub create: fn() -> Box<dyn Pass>,
 }
@@ -41,86 +44,53 @@ impl std::fmt::Debug for PassInfo {
     }
 }
 
+/// One entry of [`PASSES`]: the name and levels come from the pass's own declaration (its
+/// `NAME` and which trait it implements), so each is written once.
+macro_rules! registered {
+    (index $t:ident, $summary:expr) => {
+        PassInfo {
+            name: <$t as IndexPass>::NAME,
+            summary: $summary,
+            level: Level::Index,
+            output: Level::Index,
+            create: || Box::new(<$t>::default()),
+        }
+    };
+    (loops $t:ident, $summary:expr) => {
+        PassInfo {
+            name: <$t as LoopPass>::NAME,
+            summary: $summary,
+            level: Level::Loops,
+            output: Level::Loops,
+            create: || Box::new(<$t>::default()),
+        }
+    };
+    (lowering $t:ident, $summary:expr) => {
+        PassInfo {
+            name: <$t>::NAME,
+            summary: $summary,
+            level: Level::Index,
+            output: Level::Loops,
+            create: || Box::new(<$t>::default()),
+        }
+    };
+}
+
 /// Every pass, index-map passes first, then the lowering, then loop passes.
 pub static PASSES: &[PassInfo] = &[
-    PassInfo {
-        name: "canonicalize",
-        summary: "fold constants, flatten sums, simplify floordiv/mod and guards with the dims' ranges",
-        level: Level::Index,
-        create: || Box::new(Canonicalize),
-    },
-    PassInfo {
-        name: "split-dims",
-        summary: "replace a dim used through floordiv/mod by its mixed-radix digits",
-        level: Level::Index,
-        create: || Box::new(SplitDims),
-    },
-    PassInfo {
-        name: "drop-unit-dims",
-        summary: "remove dims with one value, and dims a copy or fill does not read",
-        level: Level::Index,
-        create: || Box::new(DropUnitDims),
-    },
-    PassInfo {
-        name: "split-guards",
-        summary: "split guarded statements into guard-free boxes; shrink fills to what no copy overwrites",
-        level: Level::Index,
-        create: || Box::new(SplitGuards),
-    },
-    PassInfo {
-        name: "peel-dims",
-        summary: "last resort: split or peel dims until no floordiv, mod or guard is left",
-        level: Level::Index,
-        create: || Box::new(PeelDims),
-    },
-    PassInfo {
-        name: "linearize",
-        summary: "lower index maps to byte offsets over loop nests (index-map IR -> loop IR)",
-        level: Level::Index,
-        create: || Box::new(Linearize),
-    },
-    PassInfo {
-        name: "output-stationary",
-        summary: "sum all contributions to each output cell of consecutive accumulations with innermost reduction loops",
-        level: Level::Loops,
-        create: || Box::new(OutputStationary),
-    },
-    PassInfo {
-        name: "coalesce",
-        summary: "merge loops that are contiguous for every operand, and inner runs into bytes",
-        level: Level::Loops,
-        create: || Box::new(Coalesce),
-    },
-    PassInfo {
-        name: "interchange",
-        summary: "order loops so the innermost is unit-stride for the destination or the source",
-        level: Level::Loops,
-        create: || Box::new(Interchange),
-    },
-    PassInfo {
-        name: "tile-transposes",
-        summary: "strip-mine the source-contiguous loop of small-element transposes for register blocks",
-        level: Level::Loops,
-        create: || Box::new(TileTransposes),
-    },
-    PassInfo {
-        name: "pair-phases",
-        summary: "merge the even- and odd-element phases of sums from +0.0 into one sum over both, for interleaved vector stores",
-        level: Level::Loops,
-        create: || Box::new(PairPhases),
-    },
-    PassInfo {
-        name: "fuse-nests",
-        summary: "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes",
-        level: Level::Loops,
-        create: || Box::new(FuseNests::default()),
-    },
-    PassInfo {
-        name: "reroll",
-        summary: "merge consecutive statements that are one statement shifted by a constant step into one with a loop over the steps",
-        level: Level::Loops,
-        create: || Box::new(Reroll),
-    },
+    registered!(index Canonicalize, "fold constants, flatten sums, simplify floordiv/mod and guards with the dims' ranges"),
+    registered!(index SplitDims, "replace a dim used through floordiv/mod by its mixed-radix digits"),
+    registered!(index DropUnitDims, "remove dims with one value, and dims a copy or fill does not read"),
+    registered!(index SplitGuards, "split guarded statements into guard-free boxes; shrink fills to what no copy overwrites"),
+    registered!(index PeelDims, "last resort: split or peel dims until no floordiv, mod or guard is left"),
+    registered!(lowering Linearize, "lower index maps to byte offsets over loop nests (index-map IR -> loop IR)"),
+    registered!(loops OutputStationary, "sum all contributions to each output cell of consecutive accumulations with innermost reduction loops"),
+    registered!(loops Coalesce, "merge loops that are contiguous for every operand, and inner runs into bytes"),
+    registered!(loops Interchange, "order loops so the innermost is unit-stride for the destination or the source"),
+    registered!(loops TileTransposes, "strip-mine the source-contiguous loop of small-element transposes for register blocks"),
+    registered!(loops PairPhases, "merge the even- and odd-element phases of sums from +0.0 into one sum over both, for interleaved vector stores"),
+    registered!(loops FuseNests, "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes"),
+    registered!(loops Reroll, "merge consecutive statements that are one statement shifted by a constant step into one with a loop over the steps"),
 ];
 
 /// The registered pass named `name`.

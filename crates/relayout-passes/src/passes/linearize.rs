@@ -29,7 +29,12 @@ use relayout_ir::{
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Linearize;
 
-const NAME: &str = "linearize";
+impl Linearize {
+    /// The name in pipeline strings.
+    pub(crate) const NAME: &'static str = "linearize";
+}
+
+const NAME: &str = Linearize::NAME;
 
 impl Pass for Linearize {
     fn name(&self) -> &'static str {
