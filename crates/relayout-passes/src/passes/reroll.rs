@@ -1,39 +1,44 @@
-//! `reroll`: consecutive statements that are one statement shifted by a constant step become
-//! that statement with one more loop (the inverse of unrolling it; LLVM's loop reroll).
+//! `reroll`: statements that are one statement moved by a constant step become that
+//! statement with one more loop (the inverse of unrolling it; LLVM's loop reroll).
 //!
 //! Splitting guards cuts a padded or bordered box into pieces, and the pieces on opposite
 //! sides are often the same nest moved: a constant Pad's top and bottom rows, its left and
-//! right columns, a Col2Im's four corners. Code generation would compile each piece as a
-//! nest of its own; Cranelift's time grows with the code, so pieces that differ only in
+//! right columns, a Col2Im's edges and four corners. Code generation would compile each piece
+//! as a nest of its own; Cranelift's time grows with the code, so pieces that differ only in
 //! their offsets cost compile time for nothing. One nest with a loop over the pieces runs the
 //! same points.
 //!
 //! What it does: it walks the kernel's units (a statement alone, or a band of fused
 //! statements). Inside a band it looks at the members, outside at the statements between
-//! bands. A run of two or more consecutive statements with the same action, run length and
-//! loops (extents and strides), whose destination and source offsets each step by the same
-//! amount from one statement to the next, with a destination step other than zero, becomes
-//! the first statement with a new loop (extent the run's length, strides the steps) placed
-//! right inside the loops its band shares (outermost for a statement alone). It repeats
-//! until nothing merges, so pieces on a grid (a Col2Im's corners: two steps) become one
-//! statement with two new loops.
+//! bands. From each statement it collects a run: later statements (up to [`WINDOW`] on) with
+//! the same action, run length and loops (extents and strides), each one's destination and
+//! source offsets a fixed step from the previous one's, the destination step not zero. The
+//! run becomes its first statement with a new loop (extent the run's length, strides the
+//! steps) placed right inside the loops its band shares (outermost for a statement alone), in
+//! the first statement's place. It repeats until nothing merges, so pieces on a grid (a
+//! Col2Im's corners: two steps) become one statement with two new loops.
 //!
-//! Why the result is the same, exactly: the new loop sits outside all of the statement's own
-//! loops, so the merged statement runs the first piece's points, then the second's, ..., in
-//! the order the pieces ran (inside each iteration of a band's shared loops, where they ran
-//! one after the other as members). No point moves past another, so no legality question
-//! arises, and float accumulations keep their order. A destination step of zero would make
-//! the new loop a reduction loop of an `accumulate ... = 0 + ...`, whose meaning depends on
-//! which loops reduce, so such runs are left alone; so is a run whose new loop would
-//! overflow a stride. A band whose members all merge into one is dropped: the statement keeps
-//! the band's loops and runs alone, which is the same order.
+//! Why the result is the same: the new loop sits outside all of the statement's own loops,
+//! so the merged statement runs the first piece's points, then the second's, and so on, in
+//! the order the pieces ran, inside each iteration of a band's shared loops. What changes is
+//! only where the later pieces run relative to the statements that were between them: each
+//! later piece moves in front of those, which is allowed only when
+//! `dependence::members_commute` proves that no destination byte is written by both within
+//! one iteration of the shared loops (the source is never written); float accumulations onto
+//! the same bytes therefore never change order. A destination step of zero would make the new
+//! loop a reduction loop of an `accumulate ... = 0 + ...`, whose meaning depends on which
+//! loops reduce, so such runs are left alone; so is a run whose new loop would overflow a
+//! stride. Outside bands, pieces merge only when the merged statement's new outer loop writes
+//! disjoint bytes per iteration wherever the piece's own outer loop did, so that threads can
+//! still cut it. A band whose members all merge into one is dropped: the statement keeps the
+//! band's loops and runs alone, which is the same order.
 //!
 //! Run it last: it reads the final loops and bands, and no later pass needs to see pieces
 //! apart.
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::dependence::members_commute;
+use relayout_ir::dependence::{iterations_disjoint, members_commute};
 use relayout_ir::{Band, Loop, LoopKernel, LoopStmt, Unit};
 
 /// See the module documentation.
@@ -135,7 +140,10 @@ fn merge_runs(group: &[&LoopStmt], depth: usize) -> Vec<LoopStmt> {
                 step = Some(s);
             }
         }
-        match step.and_then(|s| with_loop(group[i], depth, run.len(), s)) {
+        let merged = step
+            .and_then(|s| with_loop(group[i], depth, run.len(), s))
+            .filter(|m| depth > 0 || splits_as_well(group[i], m));
+        match merged {
             Some(merged) => out.push(merged),
             None => {
                 // Nothing merges: the others stay where they were.
@@ -159,6 +167,15 @@ fn translate(a: &LoopStmt, b: &LoopStmt, depth: usize) -> Option<(i64, i64)> {
     let dst = b.dst_offset.checked_sub(a.dst_offset)?;
     let src = b.src_offset.checked_sub(a.src_offset)?;
     (dst != 0).then_some((dst, src))
+}
+
+/// Whether `merged` (`piece` with a new outermost loop) can still be cut along its outer loop
+/// for threads wherever `piece` could: the JIT cuts a statement alone only along an outer
+/// loop whose iterations write disjoint bytes, and pieces that overlap one another would
+/// otherwise turn a statement that ran on every thread into one that runs on one.
+fn splits_as_well(piece: &LoopStmt, merged: &LoopStmt) -> bool {
+    iterations_disjoint(std::slice::from_ref(merged), 1).is_ok()
+        || iterations_disjoint(std::slice::from_ref(piece), 1).is_err()
 }
 
 /// `s` with a loop of `extent` iterations stepping `(dst, src)` inserted at `depth`, or
