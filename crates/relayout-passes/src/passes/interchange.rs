@@ -10,8 +10,9 @@
 //! the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
-//! the result: for a fill (it writes zeros), an accumulate of integers (they wrap the same way
-//! in any order), or a copy or a float accumulate whose runs never write the same destination
+//! the result: for a fill (it writes zeros), an accumulate of integers whose runs start on
+//! element boundaries (they wrap the same way in any order; runs that straddle elements
+//! differently, which hand-written loop IR allows, do not commute), or a copy or a float accumulate whose runs never write the same destination
 //! byte twice (`dependence::points_disjoint`). A float accumulate whose points add into the
 //! same element keeps its order: float additions round in their order, and Col2Im's results
 //! stay bit-exact (a Col2Im without padding has all its kernel positions in one statement).
@@ -41,10 +42,11 @@ impl LoopPass for Interchange {
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
         let rounding = additions_round(k.dst.dtype);
+        let size = k.dtype().size();
         Ok(k.with_stmts(
             k.stmts
                 .iter()
-                .map(|s| interchange_stmt(s, rounding))
+                .map(|s| interchange_stmt(s, rounding || !element_aligned(s, size)))
                 .collect(),
             k.bands.clone(),
         ))
@@ -53,7 +55,20 @@ impl LoopPass for Interchange {
 
 impl_pass!(loops Interchange);
 
-/// `rounding`: the statement's additions round (see `stmt::additions_round`).
+/// Whether every destination run of `s` starts on an element boundary (offset and strides
+/// multiples of the element `size`). Then overlapping runs add into the same elements, and
+/// integer additions commute. Runs that straddle elements differently (hand-written loop IR
+/// may step by any number of bytes) do not: each is a read-modify-write of other elements, and
+/// a carry out of one byte lands in the next one only in one of the two orders.
+fn element_aligned(s: &LoopStmt, size: u64) -> bool {
+    let Ok(size) = i64::try_from(size) else {
+        return false;
+    };
+    s.dst_offset % size == 0 && s.loops.iter().all(|l| l.dst_stride % size == 0)
+}
+
+/// `rounding`: the order of the statement's additions shows in its result (they round, see
+/// `stmt::additions_round`, or its runs straddle elements, see [`element_aligned`]).
 fn interchange_stmt(s: &LoopStmt, rounding: bool) -> LoopStmt {
     let split = reduction_split(s);
     if split < s.loops.len() {
