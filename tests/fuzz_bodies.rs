@@ -180,6 +180,15 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(300))]
+
+    #[test]
+    fn loop_passes_keep_random_loop_kernels(data in bytes(128)) {
+        bodies::loop_passes_bytes(&data);
+    }
+}
+
 /// The decoders reach every op and both outcomes; otherwise the bodies above test little.
 #[test]
 fn decoders_reach_every_op() {
@@ -738,4 +747,35 @@ fn absurd_text_input_is_an_error() {
         let op = relayout::attrs_from_json(&value).and_then(|a| Op::from_attrs("SpaceToDepth", &a));
         assert!(op.is_err(), "accepted {json}");
     }
+}
+
+/// The loop-pass decoder makes kernels that verify, and among them kernels that forced fusion
+/// bands and that `reroll` merges; otherwise `loop_passes_keep_random_loop_kernels` tests
+/// little of those two passes.
+#[test]
+fn loop_pass_decoder_reaches_fusion_and_reroll() {
+    use relayout::ir::{verify_loop_kernel, AnyKernel};
+    use relayout_passes::{FuseNests, Pass, Reroll};
+    let (mut verified, mut banded, mut rerolled) = (0, 0, 0);
+    for seed in 0..2000u64 {
+        let data = bodies::random_bytes(128, seed);
+        let k = bodies::passes_loop_kernel(&mut bodies::Input::new(&data));
+        if verify_loop_kernel(&k).is_err() {
+            continue;
+        }
+        verified += 1;
+        let Ok(AnyKernel::Loops(fused)) = FuseNests::always().run(AnyKernel::Loops(k)) else {
+            panic!("forced fusion failed on a verified kernel");
+        };
+        banded += usize::from(!fused.bands.is_empty());
+        let n = fused.stmts.len();
+        let Ok(AnyKernel::Loops(rolled)) = Reroll.run(AnyKernel::Loops(fused)) else {
+            panic!("reroll failed on a verified kernel");
+        };
+        rerolled += usize::from(rolled.stmts.len() < n);
+    }
+    println!("{verified} verified, {banded} banded, {rerolled} rerolled");
+    assert!(verified >= 1000, "only {verified} of 2000 kernels verify");
+    assert!(banded * 10 >= verified, "only {banded} of {verified} banded");
+    assert!(rerolled * 10 >= verified, "only {rerolled} of {verified} rerolled");
 }

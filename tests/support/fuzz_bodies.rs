@@ -1331,3 +1331,162 @@ pub fn tight_loops_bytes(data: &[u8]) {
     interpret_loops(&k, &src, &mut want).unwrap_or_else(|e| panic!("{e}\n{k}"));
     check_jit(&k, &src, init, &want);
 }
+
+// =============================================================================================
+// Loop passes on random loop kernels
+
+/// A tight random loop kernel made for the loop passes: sometimes every statement gets the
+/// same outer loop over planes (so that `fuse-nests` can band them), sometimes copies of a
+/// statement moved by a few elements are inserted after it (translates for `reroll`, some
+/// overlapping what lies between). The tensors grow to hold what was added.
+pub fn passes_loop_kernel(inp: &mut Input) -> LoopKernel {
+    let mut k = tight_loop_kernel(inp);
+    let e = k.dtype().size() as i64;
+    if inp.flag() {
+        let at = inp.below(k.stmts.len() as u64) as usize;
+        let base = k.stmts[at].clone();
+        let step = (inp.range(-3, 3) * e, inp.range(-3, 3) * e);
+        for j in 1..=inp.range(1, 3) {
+            let mut copy = base.clone();
+            copy.dst_offset += j * step.0;
+            if !copy.action.is_fill() {
+                copy.src_offset += j * step.1;
+            }
+            let to = (at + j as usize + inp.below(2) as usize).min(k.stmts.len());
+            k.stmts.insert(to, copy);
+        }
+        // Shift everything up so no offset is negative, and grow the tensors to the ends.
+        let shift = |k: &mut LoopKernel, dst: bool| {
+            let low = k
+                .stmts
+                .iter()
+                .map(|s| if dst { s.dst_offset } else { s.src_offset })
+                .min()
+                .unwrap_or(0)
+                .min(0);
+            for s in &mut k.stmts {
+                if dst {
+                    s.dst_offset -= low;
+                } else if !s.action.is_fill() {
+                    s.src_offset -= low;
+                }
+            }
+        };
+        shift(&mut k, true);
+        shift(&mut k, false);
+    }
+    let end = |k: &LoopKernel, dst: bool| -> i64 {
+        k.stmts
+            .iter()
+            .filter(|s| dst || !s.action.is_fill())
+            .map(|s| {
+                let (offset, reach) = if dst {
+                    (
+                        s.dst_offset,
+                        s.loops
+                            .iter()
+                            .map(|l| l.dst_stride * (l.extent.max(1) as i64 - 1))
+                            .map(|r| r.max(0))
+                            .sum::<i64>(),
+                    )
+                } else {
+                    (
+                        s.src_offset,
+                        s.loops
+                            .iter()
+                            .map(|l| l.src_stride * (l.extent.max(1) as i64 - 1))
+                            .map(|r| r.max(0))
+                            .sum::<i64>(),
+                    )
+                };
+                offset + reach + s.bytes as i64
+            })
+            .max()
+            .unwrap_or(e)
+            .max(e)
+    };
+    let (mut src_end, mut dst_end) = (end(&k, false), end(&k, true));
+    if inp.flag() {
+        // One outer loop over planes, shared by every statement.
+        let planes = inp.urange(1, 4);
+        let plane = Loop {
+            extent: planes,
+            src_stride: src_end,
+            dst_stride: dst_end,
+        };
+        for s in &mut k.stmts {
+            let mut l = plane;
+            if s.action.is_fill() {
+                l.src_stride = 0;
+            }
+            s.loops.insert(0, l);
+        }
+        src_end *= planes as i64;
+        dst_end *= planes as i64;
+    }
+    let elems = |end: i64| ((end + e - 1) / e) as u64;
+    k.src = TensorType::new(k.dtype(), [elems(src_end)]);
+    k.dst = TensorType::new(k.dtype(), [elems(dst_end)]);
+    k
+}
+
+/// The loop pipelines [`loop_passes_bytes`] runs: each loop pass alone, the loop part of the
+/// default pipeline, and fusion forced (`FuseNests::always`, which tiny kernels need) followed
+/// by `reroll`.
+pub const LOOP_PIPELINES: [&str; 8] = [
+    "output-stationary",
+    "coalesce",
+    "interchange",
+    "tile-transposes",
+    "pair-phases",
+    "fuse-nests",
+    "reroll",
+    "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll",
+];
+
+/// A random loop kernel that verifies: every loop pipeline keeps it verified and keeps its
+/// result bit for bit (float accumulations included: loop passes never reorder the additions
+/// into one element), in the interpreter and in the JIT in guarded buffers, whole and in
+/// pieces.
+pub fn loop_passes_bytes(data: &[u8]) {
+    use relayout_passes::{FuseNests, Pass, PassManager, Pipeline, Reroll};
+    let mut inp = Input::new(data);
+    let k = passes_loop_kernel(&mut inp);
+    if verify_loop_kernel(&k).is_err() {
+        // Translates moved out of the tensors' ends: nothing to check.
+        return;
+    }
+    let src = random_bytes(byte_len(&k.src), inp.u64());
+    let init = random_bytes(byte_len(&k.dst), 9);
+    let mut want = init.clone();
+    interpret_loops(&k, &src, &mut want).unwrap_or_else(|e| panic!("{e}\n{k}"));
+    let check = |what: &str, out: &LoopKernel| {
+        verify_loop_kernel(out)
+            .unwrap_or_else(|e| panic!("{what} made a kernel that fails: {e}\n{k}\ninto\n{out}"));
+        let mut got = init.clone();
+        interpret_loops(out, &src, &mut got).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        assert!(
+            same_result(&k.dst, &want, &got),
+            "{what} changed the result of\n{k}\ninto\n{out}"
+        );
+        check_jit(out, &src, init.clone(), &want);
+    };
+    for pipeline in LOOP_PIPELINES {
+        let pm = PassManager::new(Pipeline::parse(pipeline).unwrap()).verify_each(true);
+        match pm.run(AnyKernel::Loops(k.clone())) {
+            Ok(AnyKernel::Loops(out)) => check(pipeline, &out),
+            Ok(other) => panic!("{pipeline} left loop IR: {other:?}"),
+            Err(e) => panic!("{pipeline} refused a verified kernel: {e}\n{k}"),
+        }
+    }
+    let forced = |k: &LoopKernel| match FuseNests::always().run(AnyKernel::Loops(k.clone())) {
+        Ok(AnyKernel::Loops(out)) => out,
+        other => panic!("forced fusion: {other:?}\n{k}"),
+    };
+    let fused = forced(&k);
+    check("forced fuse-nests", &fused);
+    match Reroll.run(AnyKernel::Loops(fused.clone())) {
+        Ok(AnyKernel::Loops(out)) => check("forced fuse-nests, then reroll", &out),
+        other => panic!("reroll: {other:?}\n{fused}"),
+    }
+}
