@@ -713,3 +713,142 @@ fn fused_chains_run_typed_over_threads() {
         .run_threaded_typed(&vec![0u16; 2 * src.len()], &mut wrong, 2)
         .is_err());
 }
+
+/// Random chains of two or three ops drawn from every copy op (Transpose, Pad in its four
+/// modes with negative pads too, Slice with negative indices and steps, Tile, Reshape, and
+/// SpaceToDepth / DepthToSpace in both layouts), each valid for the type the previous one
+/// makes, over several element types: the fused kernel gives what running the ops one by one
+/// gives, on one thread and in pieces, and its movement analysis answers.
+#[test]
+fn random_chains_of_every_copy_op_agree_with_running_the_ops_one_by_one() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut checked, mut with_new_ops) = (0, 0);
+    let mut kinds = std::collections::BTreeSet::new();
+    while checked < 150 {
+        let dtype =
+            [DType::U8, DType::F32, DType::I16, DType::F16, DType::C64][rng.below(5) as usize];
+        let shape: Vec<u64> = (0..2 + rng.below(3)).map(|_| 1 + rng.below(4)).collect();
+        let input = t(dtype, &shape);
+        let mut ty = input.clone();
+        let mut ops = Vec::new();
+        let length = 2 + rng.below(2) as usize;
+        for _ in 0..40 {
+            if ops.len() == length {
+                break;
+            }
+            let op = any_copy_op(&mut rng, &ty.shape);
+            // Keep outputs small: the oracle runs every op on its own.
+            if let Ok(next) = op.output_type(&ty) {
+                if next.num_elements().is_ok_and(|n| (1..=4096).contains(&n)) {
+                    ty = next;
+                    ops.push(op);
+                }
+            }
+        }
+        if ops.len() < 2 {
+            continue;
+        }
+        check_chain(&ops, &input, &mut rng);
+        checked += 1;
+        for op in &ops {
+            kinds.insert(op.name());
+        }
+        with_new_ops += usize::from(ops.iter().any(|op| {
+            matches!(
+                op,
+                Op::Transpose { .. }
+                    | Op::Pad { .. }
+                    | Op::Slice { .. }
+                    | Op::Tile { .. }
+                    | Op::Reshape { .. }
+            )
+        }));
+    }
+    assert!(
+        with_new_ops >= 100,
+        "only {with_new_ops} chains with the new ops"
+    );
+    assert!(kinds.len() >= 7, "only {kinds:?} made it into a chain");
+}
+
+/// A copy op for an input of `shape`, with attributes that are often valid for it.
+fn any_copy_op(rng: &mut Rng, shape: &[u64]) -> Op {
+    let rank = shape.len();
+    let small = |rng: &mut Rng, lo: i64, hi: i64| lo + rng.below((hi - lo + 1) as u64) as i64;
+    match rng.below(8) {
+        0 => {
+            // A random permutation.
+            let mut perm: Vec<i64> = (0..rank as i64).collect();
+            for i in (1..rank).rev() {
+                perm.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            Op::Transpose {
+                perm: if rng.below(5) == 0 { None } else { Some(perm) },
+            }
+        }
+        1 => {
+            let mode = [
+                PadMode::Constant,
+                PadMode::Reflect,
+                PadMode::Edge,
+                PadMode::Wrap,
+            ][rng.below(4) as usize];
+            let pads = (0..2 * rank).map(|_| small(rng, -1, 2)).collect();
+            Op::Pad {
+                pads,
+                mode,
+                constant_value: PadValue::Int(small(rng, 0, 3) as i128),
+                axes: None,
+            }
+        }
+        2 => {
+            let axis = rng.below(rank as u64) as i64;
+            let step = [1, 2, -1, -2, 3][rng.below(5) as usize];
+            Op::Slice {
+                starts: vec![small(rng, -4, 4)],
+                ends: vec![[small(rng, -4, 5), i64::MAX, i64::MIN][rng.below(3) as usize]],
+                axes: Some(vec![if rng.below(2) == 0 {
+                    axis
+                } else {
+                    axis - rank as i64
+                }]),
+                steps: Some(vec![step]),
+            }
+        }
+        3 => Op::Tile {
+            repeats: (0..rank).map(|_| small(rng, 1, 2)).collect(),
+        },
+        4 => {
+            let shape = match rng.below(3) {
+                0 => vec![-1],
+                1 => vec![shape[0] as i64, -1],
+                _ => std::iter::once(1)
+                    .chain(shape.iter().map(|&d| d as i64))
+                    .collect(),
+            };
+            Op::Reshape {
+                shape,
+                allowzero: false,
+            }
+        }
+        5 => s2d(
+            2,
+            [DataFormat::Nhwc, DataFormat::Nchw][rng.below(2) as usize],
+        ),
+        6 => d2s(
+            2,
+            [DataFormat::Nhwc, DataFormat::Nchw][rng.below(2) as usize],
+            [DepthToSpaceMode::Dcr, DepthToSpaceMode::Crd][rng.below(2) as usize],
+        ),
+        _ => {
+            // A Pad of chosen axes only.
+            let axis = rng.below(rank as u64) as i64;
+            Op::Pad {
+                pads: vec![small(rng, -1, 2), small(rng, 0, 2)],
+                mode: PadMode::Reflect,
+                constant_value: PadValue::Int(0),
+                axes: Some(vec![axis]),
+            }
+        }
+    }
+}

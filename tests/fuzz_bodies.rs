@@ -776,6 +776,12 @@ fn loop_pass_decoder_reaches_fusion_and_reroll() {
     }
     println!("{verified} verified, {banded} banded, {rerolled} rerolled");
     assert!(verified >= 1000, "only {verified} of 2000 kernels verify");
-    assert!(banded * 10 >= verified, "only {banded} of {verified} banded");
-    assert!(rerolled * 10 >= verified, "only {rerolled} of {verified} rerolled");
+    assert!(
+        banded * 10 >= verified,
+        "only {banded} of {verified} banded"
+    );
+    assert!(
+        rerolled * 10 >= verified,
+        "only {rerolled} of {verified} rerolled"
+    );
 }
