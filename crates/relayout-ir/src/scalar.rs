@@ -155,12 +155,18 @@ fn float_text(dtype: DType, bits: u128) -> String {
     if x.is_nan() {
         return format!("0x{bits:x}");
     }
-    if dtype == DType::F64 {
-        format!("{x:?}")
-    } else {
-        // Every f16, bf16 and f32 value is an f32, and f32's shortest form reads back exactly.
-        format!("{:?}", x as f32)
+    if dtype != DType::F64 {
+        // Every f16, bf16 and f32 value is an f32. Its shortest f32 form is the most readable,
+        // but the parser takes a decimal only when it is the value exactly (a fill of 0.1 into
+        // f32 is an error, not a rounding), and the shortest form often is not: f32 2^31 is
+        // `2147483600.0`. Then the f64 form is printed, which reads back to this same f64,
+        // and so to the value exactly (`2147483648.0`, `0.10000000149011612`).
+        let short = format!("{:?}", x as f32);
+        if short.parse::<f64>().is_ok_and(|y| y == x) {
+            return short;
+        }
     }
+    format!("{x:?}")
 }
 
 /// One float of `dtype` from decimal text, `inf`, `-inf`, `nan` or hex bits.
@@ -202,6 +208,44 @@ mod tests {
             assert_eq!(v.display(dtype), text, "{dtype}");
             assert_eq!(Scalar::parse(dtype, &v.display(dtype)), Some(v));
         }
+    }
+
+    /// Every value prints as text that reads back to its bits, also where the shortest f32
+    /// form is not the value exactly (found by fuzzing: f32 2^31 printed as `2147483600.0`,
+    /// which the parser refused).
+    #[test]
+    fn every_float_value_reads_back_from_its_text() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let special = [
+            0x4f00_0000u128,
+            0x3dcc_cccd,
+            0x7f7f_ffff,
+            0x0000_0001,
+            0x8080_0000,
+        ];
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+            let mask = if dtype.size() == 8 {
+                u128::from(u64::MAX)
+            } else {
+                (1u128 << (dtype.size() * 8)) - 1
+            };
+            let randoms = (0..20_000).map(|_| u128::from(next()) & mask);
+            for bits in special.iter().map(|b| b & mask).chain(randoms) {
+                let v = Scalar(bits);
+                let text = v.display(dtype);
+                let back = Scalar::parse(dtype, &text)
+                    .unwrap_or_else(|| panic!("{dtype} {bits:#x} printed as `{text}`, refused"));
+                assert_eq!(back, v, "{dtype} {bits:#x} printed as `{text}`");
+            }
+        }
+        assert_eq!(Scalar(0x4f00_0000).display(DType::F32), "2147483648.0");
+        assert_eq!(Scalar(0x3f00_0000).display(DType::F32), "0.5");
     }
 
     #[test]
