@@ -1375,31 +1375,24 @@ pub fn passes_loop_kernel(inp: &mut Input) -> LoopKernel {
         shift(&mut k, true);
         shift(&mut k, false);
     }
+    // The highest byte a statement reaches (plus one) along the strides `stride` picks.
+    let reach = |s: &LoopStmt, stride: fn(&Loop) -> i64| -> i64 {
+        s.loops
+            .iter()
+            .map(|l| (stride(l) * (l.extent.max(1) as i64 - 1)).max(0))
+            .sum()
+    };
     let end = |k: &LoopKernel, dst: bool| -> i64 {
         k.stmts
             .iter()
             .filter(|s| dst || !s.action.is_fill())
             .map(|s| {
-                let (offset, reach) = if dst {
-                    (
-                        s.dst_offset,
-                        s.loops
-                            .iter()
-                            .map(|l| l.dst_stride * (l.extent.max(1) as i64 - 1))
-                            .map(|r| r.max(0))
-                            .sum::<i64>(),
-                    )
+                let far = if dst {
+                    s.dst_offset + reach(s, |l| l.dst_stride)
                 } else {
-                    (
-                        s.src_offset,
-                        s.loops
-                            .iter()
-                            .map(|l| l.src_stride * (l.extent.max(1) as i64 - 1))
-                            .map(|r| r.max(0))
-                            .sum::<i64>(),
-                    )
+                    s.src_offset + reach(s, |l| l.src_stride)
                 };
-                offset + reach + s.bytes as i64
+                far + s.bytes as i64
             })
             .max()
             .unwrap_or(e)
