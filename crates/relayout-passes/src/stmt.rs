@@ -259,12 +259,16 @@ pub(crate) fn needs_lowering_help(stmt: &Stmt) -> bool {
 /// when an index is not affine in the dims after simplification.
 type LinearIndex = (Vec<(usize, i64)>, i64);
 
-fn linear_dst(stmt: &Stmt) -> Option<Vec<LinearIndex>> {
-    let simp = Simplifier::new(&stmt.domain)?;
-    stmt.dst
-        .iter()
-        .map(|e| {
-            let s = simp.sum_of(e)?;
+/// The destination indices as sums over the domain of `simp` (`None` where one cannot be built).
+fn dst_sums(stmt: &Stmt, simp: &Simplifier) -> Vec<Option<Sum>> {
+    stmt.dst.iter().map(|e| simp.sum_of(e)).collect()
+}
+
+/// [`LinearIndex`]es of the destination, from its sums ([`dst_sums`]).
+fn linear_dst(sums: &[Option<Sum>]) -> Option<Vec<LinearIndex>> {
+    sums.iter()
+        .map(|s| {
+            let s = s.as_ref()?;
             let terms = s
                 .terms()
                 .iter()
@@ -309,7 +313,13 @@ fn varying_terms(stmt: &Stmt, idx: &[LinearIndex]) -> Option<Vec<Vec<(i64, u64)>
 /// digits below `j+1`, so the index determines every digit (the sign of a coefficient only
 /// mirrors its digit).
 pub(crate) fn dst_injective(stmt: &Stmt) -> bool {
-    let Some(idx) = linear_dst(stmt) else {
+    Simplifier::new(&stmt.domain)
+        .is_some_and(|simp| injective_from_sums(stmt, &dst_sums(stmt, &simp)))
+}
+
+/// [`dst_injective`], from the destination's sums ([`dst_sums`]).
+fn injective_from_sums(stmt: &Stmt, sums: &[Option<Sum>]) -> bool {
+    let Some(idx) = linear_dst(sums) else {
         return false;
     };
     let Some(per_index) = varying_terms(stmt, &idx) else {
@@ -360,20 +370,38 @@ pub(crate) fn additions_round(dtype: relayout_ir::DType) -> bool {
 /// `rounding`: the kernel's additions round (floats and complex numbers); integer sums wrap
 /// the same way in any order, so their accumulates may be split along any dim.
 pub(crate) fn splittable_dims(stmt: &Stmt, rounding: bool) -> Vec<bool> {
-    let n = stmt.domain.len();
-    let sensitive =
-        order_matters(stmt) || (rounding && matches!(stmt.action, Action::Accumulate { .. }));
-    if !sensitive {
-        return vec![true; n];
+    match Simplifier::new(&stmt.domain) {
+        Some(simp) => splittable_dims_in(stmt, rounding, &simp),
+        // Nothing is proven on an empty range: a copy's writes are not proven disjoint.
+        None => {
+            let free = match stmt.action {
+                Action::Copy { .. } => false,
+                Action::Accumulate { .. } => !rounding,
+                Action::Fill { .. } => true,
+            };
+            vec![free; stmt.domain.len()]
+        }
     }
-    let Some(simp) = Simplifier::new(&stmt.domain) else {
-        return vec![false; n];
+}
+
+/// [`splittable_dims`] with a simplifier over the statement's domain. Reason: a caller that
+/// has one saves building another, and the destination's sums serve both the injectivity
+/// test and the separating dims.
+pub(crate) fn splittable_dims_in(stmt: &Stmt, rounding: bool, simp: &Simplifier) -> Vec<bool> {
+    let n = stmt.domain.len();
+    let sums = match stmt.action {
+        Action::Copy { .. } => {
+            let sums = dst_sums(stmt, simp);
+            if injective_from_sums(stmt, &sums) {
+                return vec![true; n];
+            }
+            sums
+        }
+        Action::Accumulate { .. } if rounding => dst_sums(stmt, simp),
+        Action::Accumulate { .. } | Action::Fill { .. } => return vec![true; n],
     };
     let mut separates = vec![false; n];
-    for e in &stmt.dst {
-        let Some(sum) = simp.sum_of(e).filter(Sum::is_linear) else {
-            continue;
-        };
+    for sum in sums.iter().flatten().filter(|s| s.is_linear()) {
         if let [only] = sum.dims_used()[..] {
             separates[only] = true;
         }
@@ -396,11 +424,12 @@ pub(crate) fn dst_box(stmt: &Stmt) -> Option<Vec<DimRange>> {
     if !stmt.guard.is_empty() || stmt.domain.iter().any(DimRange::is_empty) {
         return None;
     }
-    let idx = linear_dst(stmt)?;
-    let per_index = varying_terms(stmt, &idx)?;
     let simp = Simplifier::new(&stmt.domain)?;
+    let sums = dst_sums(stmt, &simp);
+    let idx = linear_dst(&sums)?;
+    let per_index = varying_terms(stmt, &idx)?;
     let mut out = Vec::with_capacity(idx.len());
-    for (e, terms) in stmt.dst.iter().zip(&per_index) {
+    for (sum, terms) in sums.iter().zip(&per_index) {
         let mut need: u64 = 1;
         for &(c, len) in terms {
             if c.unsigned_abs() != need {
@@ -408,7 +437,7 @@ pub(crate) fn dst_box(stmt: &Stmt) -> Option<Vec<DimRange>> {
             }
             need = need.checked_mul(len)?;
         }
-        let b = simp.bounds(&simp.sum_of(e)?)?;
+        let b = simp.bounds(sum.as_ref()?)?;
         out.push(DimRange::new(b.lo, b.hi.checked_add(1)?));
     }
     Some(out)

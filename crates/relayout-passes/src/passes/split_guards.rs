@@ -40,11 +40,12 @@ use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, dst_box, fix_dim, solve_scaled, splittable_dims, with_range,
+    additions_round, canonicalize_stmt, dst_box, fix_dim, solve_scaled, splittable_dims_in,
+    with_range,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
-use relayout_ir::{Action, AffineExpr, DimRange, Kernel, Scalar, Stmt};
+use relayout_ir::{Action, AffineExpr, Constraint, DimRange, Kernel, Scalar, Stmt};
 
 /// Statements the peeling may create per kernel.
 const MAX_STATEMENTS: usize = 16384;
@@ -77,7 +78,11 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(s) = canonicalize_stmt(stmt) else {
         return;
     };
-    let Some(d) = dim_to_peel(&s, rounding) else {
+    let Some(facts) = Facts::of(&s, rounding) else {
+        out.push(s);
+        return;
+    };
+    let Some(d) = dim_to_peel(&s, &facts) else {
         out.push(s);
         return;
     };
@@ -85,7 +90,7 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     let n = usize::try_from(r.len()).unwrap_or(usize::MAX);
     // The interior only where the budget would allow peeling anyway: the slabs around it are
     // peeled, and a starved budget is better spent by `band_cut` below.
-    if let Some((cut, lo, hi)) = interior(&s).filter(|_| n.saturating_add(2) <= *budget) {
+    if let Some((cut, lo, hi)) = interior(&s, &facts).filter(|_| n.saturating_add(2) <= *budget) {
         *budget -= 2;
         let range = s.domain[cut];
         for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
@@ -102,7 +107,7 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
         }
         return;
     }
-    match band_cut(&s, rounding) {
+    match band_cut(&s, &facts) {
         Some(pieces) if pieces.len() <= *budget => {
             *budget -= pieces.len();
             for p in &pieces {
@@ -110,6 +115,45 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
             }
         }
         _ => out.push(s),
+    }
+}
+
+/// What `dim_to_peel`, `interior` and `band_cut` read of a statement, computed once per
+/// statement. Reason: all three ask the same questions of the same statement in a row.
+struct Facts<'a> {
+    simp: Simplifier,
+    /// The dims the statement may be split along (`stmt::splittable_dims`).
+    splittable: Vec<bool>,
+    /// The constraints of the guard that are affine in two dims or more, in order, with their
+    /// sums and the dims those use.
+    multi_dim: Vec<(&'a Constraint, Sum, Vec<usize>)>,
+}
+
+impl<'a> Facts<'a> {
+    /// `None` when the domain has an empty range or no constraint is affine in several dims:
+    /// then nothing is peeled or cut.
+    fn of(s: &'a Stmt, rounding: bool) -> Option<Facts<'a>> {
+        let simp = Simplifier::new(&s.domain)?;
+        let multi_dim: Vec<_> = s
+            .guard
+            .iter()
+            .filter_map(|c| {
+                let sum = simp.sum_of(&c.expr).filter(Sum::is_linear)?;
+                let dims = sum.dims_used();
+                (dims.len() >= 2).then_some((c, sum, dims))
+            })
+            .collect();
+        if multi_dim.is_empty() {
+            return None;
+        }
+        // A copy's `splittable_dims` is the same whatever `rounding` is, so `interior` (which
+        // asks for copies only, without rounding) reads this one too.
+        let splittable = splittable_dims_in(s, rounding, &simp);
+        Some(Facts {
+            simp,
+            splittable,
+            multi_dim,
+        })
     }
 }
 
@@ -126,21 +170,14 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
 /// and peeling it makes the constraint single-dim. The dim with the fewest such edge values is
 /// cut, among the dims the statement may be split along (`stmt::splittable_dims`).
 /// `None` when no cut makes two pieces or more (then every piece is of one kind already).
-fn band_cut(s: &Stmt, rounding: bool) -> Option<Vec<Stmt>> {
-    let simp = Simplifier::new(&s.domain)?;
-    let splittable = splittable_dims(s, rounding);
+fn band_cut(s: &Stmt, f: &Facts) -> Option<Vec<Stmt>> {
+    let simp = &f.simp;
     // (values of the dim where the constraint holds for some points only, dim, pieces)
     let mut best: Option<(u64, usize, Pieces)> = None;
-    for c in &s.guard {
-        let Some(sum) = simp.sum_of(&c.expr).filter(Sum::is_linear) else {
-            continue;
-        };
-        if sum.dims_used().len() < 2 {
-            continue;
-        }
+    for (c, sum, _) in &f.multi_dim {
         for (atom, b) in sum.terms() {
             let Atom::Dim(d) = *atom else { continue };
-            if !splittable[d] {
+            if !f.splittable[d] {
                 continue;
             }
             let (_, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
@@ -203,16 +240,11 @@ fn cut_at(range: DimRange, points: Vec<i64>) -> Pieces {
 /// block position after it, whose peeling would add each cell's contributions in another
 /// order). Fixing a dim with one value (what a cut can leave) keeps the order of the points.
 /// `None` when no constraint is affine in several dims, or none of their dims may be split.
-fn dim_to_peel(s: &Stmt, rounding: bool) -> Option<usize> {
-    let simp = Simplifier::new(&s.domain)?;
-    let splittable = splittable_dims(s, rounding);
-    s.guard
+fn dim_to_peel(s: &Stmt, f: &Facts) -> Option<usize> {
+    f.multi_dim
         .iter()
-        .filter_map(|c| simp.sum_of(&c.expr))
-        .filter(|sum| sum.is_linear())
-        .filter(|sum| sum.dims_used().len() >= 2)
-        .flat_map(|sum| sum.dims_used())
-        .filter(|&d| s.domain[d].len() <= 1 || splittable[d])
+        .flat_map(|(_, _, dims)| dims.iter().copied())
+        .filter(|&d| s.domain[d].len() <= 1 || f.splittable[d])
         .min_by_key(|&d| (s.domain[d].len(), d))
 }
 
@@ -226,28 +258,22 @@ fn dim_to_peel(s: &Stmt, rounding: bool) -> Option<usize> {
 /// interior instead stays one statement over all block offsets, which reads the source in
 /// order; only the thin boundary slabs are peeled. Accumulates are left to the peeling: their
 /// statement per kernel position is what the code generator vectorises.
-fn interior(s: &Stmt) -> Option<(usize, i64, i64)> {
+fn interior(s: &Stmt, f: &Facts) -> Option<(usize, i64, i64)> {
     if !matches!(s.action, Action::Copy { .. }) {
         return None;
     }
-    let simp = Simplifier::new(&s.domain)?;
     // Only copies come here: no additions to round.
-    let splittable = splittable_dims(s, false);
-    s.guard.iter().find_map(|c| {
-        let sum = simp.sum_of(&c.expr).filter(Sum::is_linear)?;
-        let dims = sum.dims_used();
-        if dims.len() < 2 {
-            return None;
-        }
+    f.multi_dim.iter().find_map(|(c, sum, dims)| {
         let d = dims
-            .into_iter()
+            .iter()
+            .copied()
             .max_by_key(|&d| (s.domain[d].len(), std::cmp::Reverse(d)))?;
-        if !splittable[d] {
+        if !f.splittable[d] {
             return None;
         }
         let (own, rest) = sum.partition(|a, _| *a == Atom::Dim(d));
         let (_, coef) = own.as_single_term()?;
-        let r = simp.bounds(&rest)?;
+        let r = f.simp.bounds(&rest)?;
         // For every value of the rest: c.lo <= coef * x + rest <= c.hi - 1.
         let (first, end) = solve_scaled(
             coef,
