@@ -21,20 +21,26 @@ const MAX_ROUNDS: usize = 16;
 ///
 /// The number of dims does not change, and neither does the order of the points that remain.
 pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
-    let domain = narrowed_domain(stmt)?;
+    let (domain, simp, canons) = narrowed_domain(stmt)?;
     // Every expression is simplified from its original form with the final ranges, in one go.
     // Reason: the verifier proves a guarded access in bounds by finding the guard's
     // expression inside the access, so equal expressions must stay equal; simplifying each
     // one by the same function of the same ranges guarantees it.
-    let simp = Simplifier::new(&domain)?;
     let mut guard: Vec<Constraint> = Vec::new();
-    for c in &stmt.guard {
-        match canon_constraint(&simp, c) {
+    for (c, canon) in stmt.guard.iter().zip(canons) {
+        match canon {
             Canon::Never => return None,
             Canon::Always => {}
             // Only when the narrowing rounds ran out; the constraint still holds as written.
             Canon::Narrow(..) => add_constraint(&mut guard, simplified(&simp, c)),
-            Canon::Keep(c) => add_constraint(&mut guard, c),
+            Canon::Keep(sum) => add_constraint(
+                &mut guard,
+                Constraint {
+                    expr: sum.map_or_else(|| c.expr.clone(), |s| s.to_expr()),
+                    lo: c.lo,
+                    hi: c.hi,
+                },
+            ),
         }
     }
     if guard.iter().any(|c| c.lo >= c.hi) {
@@ -50,35 +56,49 @@ pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
 
 /// The domain narrowed by the single-dim constraints of the guard, repeated while narrowing
 /// one range lets another constraint narrow further; `None` when it becomes empty or a
-/// constraint is provably false.
-fn narrowed_domain(stmt: &Stmt) -> Option<Vec<DimRange>> {
+/// constraint is provably false. With it, a simplifier over it and what each constraint of
+/// the guard is over it. Reason: the round that narrows nothing more has just computed
+/// those, over the final domain, so the caller need not compute them again.
+fn narrowed_domain(stmt: &Stmt) -> Option<(Vec<DimRange>, Simplifier, Vec<Canon>)> {
     if stmt.domain.iter().any(DimRange::is_empty) {
         return None;
     }
     let mut domain = stmt.domain.clone();
     for _ in 0..MAX_ROUNDS {
         let simp = Simplifier::new(&domain)?;
+        let canons = canon_guard(&simp, stmt)?;
         let mut narrowed = false;
-        for c in &stmt.guard {
-            match canon_constraint(&simp, c) {
-                Canon::Never => return None,
-                Canon::Narrow(d, lo, hi) => {
-                    let r = &mut domain[d];
-                    let new = DimRange::new(r.lo.max(lo), r.hi.min(hi));
-                    if new.is_empty() {
-                        return None;
-                    }
-                    narrowed |= new != *r;
-                    *r = new;
+        for canon in &canons {
+            if let Canon::Narrow(d, lo, hi) = *canon {
+                let r = &mut domain[d];
+                let new = DimRange::new(r.lo.max(lo), r.hi.min(hi));
+                if new.is_empty() {
+                    return None;
                 }
-                Canon::Always | Canon::Keep(_) => {}
+                narrowed |= new != *r;
+                *r = new;
             }
         }
         if !narrowed {
-            break;
+            return Some((domain, simp, canons));
         }
     }
-    Some(domain)
+    // The rounds ran out: the last one narrowed the domain its constraints were read over.
+    let simp = Simplifier::new(&domain)?;
+    let canons = canon_guard(&simp, stmt)?;
+    Some((domain, simp, canons))
+}
+
+/// [`canon_constraint`] of every constraint of the guard, in order; `None` when one is
+/// provably false.
+fn canon_guard(simp: &Simplifier, stmt: &Stmt) -> Option<Vec<Canon>> {
+    stmt.guard
+        .iter()
+        .map(|c| match canon_constraint(simp, c) {
+            Canon::Never => None,
+            canon => Some(canon),
+        })
+        .collect()
 }
 
 fn simplified(simp: &Simplifier, c: &Constraint) -> Constraint {
@@ -105,7 +125,9 @@ enum Canon {
     Never,
     /// The constraint is `lo <= d < hi` for the dim `d`.
     Narrow(usize, i64, i64),
-    Keep(Constraint),
+    /// The constraint stays, over this sum (`None`: as written, when it has no sum). The sum
+    /// becomes an expression only if the constraint ends in the guard.
+    Keep(Option<Sum>),
 }
 
 fn canon_constraint(simp: &Simplifier, c: &Constraint) -> Canon {
@@ -113,7 +135,7 @@ fn canon_constraint(simp: &Simplifier, c: &Constraint) -> Canon {
         return Canon::Never;
     }
     let Some(s) = simp.sum_of(&c.expr) else {
-        return Canon::Keep(c.clone());
+        return Canon::Keep(None);
     };
     if let Some(b) = simp.bounds(&s) {
         if b.lo >= c.lo && b.hi < c.hi {
@@ -131,11 +153,7 @@ fn canon_constraint(simp: &Simplifier, c: &Constraint) -> Canon {
     if let Some((d, lo, hi)) = solve_floordiv(&s, c.lo, c.hi) {
         return Canon::Narrow(d, lo, hi);
     }
-    Canon::Keep(Constraint {
-        expr: s.to_expr(),
-        lo: c.lo,
-        hi: c.hi,
-    })
+    Canon::Keep(Some(s))
 }
 
 /// The half-open interval of integers `d` with `lo <= coef * d + c0 < hi`, clamped to `i64`.
