@@ -104,7 +104,24 @@ impl Sum {
     }
 
     /// `self + other`, the atoms moved (not cloned) into the sum.
-    pub fn add(self, other: Sum) -> Option<Sum> {
+    pub fn add(mut self, other: Sum) -> Option<Sum> {
+        let constant = self.constant.checked_add(other.constant)?;
+        // When every atom of `other` comes after those of `self` (building `d0 + d1 * 4`, or
+        // adding a constant), the merge is an append: `self`'s vector grows in place instead
+        // of a third one being allocated. No coefficient is zero, so none is dropped.
+        let appends = match (self.terms.last(), other.terms.first()) {
+            (Some((x, _)), Some((y, _))) => x < y,
+            _ => true,
+        };
+        if appends {
+            if self.terms.is_empty() {
+                self.terms = other.terms;
+            } else {
+                self.terms.extend(other.terms);
+            }
+            self.constant = constant;
+            return Some(self);
+        }
         let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
         let mut a = self.terms.into_iter().peekable();
         let mut b = other.terms.into_iter().peekable();
@@ -124,10 +141,7 @@ impl Sum {
                 terms.push(next);
             }
         }
-        Some(Sum {
-            terms,
-            constant: self.constant.checked_add(other.constant)?,
-        })
+        Some(Sum { terms, constant })
     }
 
     /// `self + c`.
