@@ -58,12 +58,20 @@ impl Simplifier {
     /// The canonical form of `e`, or `None` when it cannot be built (overflow, a non-positive
     /// divisor, a dim outside the domain, or nesting deeper than [`MAX_DEPTH`]).
     pub fn sum_of(&self, e: &AffineExpr) -> Option<Sum> {
+        if let Some(s) = Sum::from_canonical_linear(e, self.ranges.len()) {
+            return Some(s);
+        }
         self.fuel.set(FUEL);
         self.build(e, 0)
     }
 
     /// `e` simplified, or `e` itself when it cannot be.
     pub fn simplify(&self, e: &AffineExpr) -> AffineExpr {
+        // Most expressions are simplified already (the previous pass's output): they come
+        // back as they are, without building their sum and printing it again.
+        if Sum::is_canonical_linear(e, self.ranges.len()) {
+            return e.clone();
+        }
         match self.sum_of(e) {
             Some(s) => s.to_expr(),
             None => e.clone(),
@@ -473,6 +481,28 @@ mod tests {
                             let v = out.eval(&p).unwrap();
                             prop_assert!(b.lo <= v && v <= b.hi, "{out} = {v} outside {b:?} at {p:?}");
                         }
+                    }
+                }
+            }
+
+            /// The shortcut for expressions already in canonical linear form gives what
+            /// building them gives, both for the input and for a sum printed back.
+            #[test]
+            fn canonical_shortcut_is_exact(e in expr(), dom in domain()) {
+                let s = Simplifier::new(&dom).unwrap();
+                let built = |e: &AffineExpr| {
+                    s.fuel.set(FUEL);
+                    s.build(e, 0)
+                };
+                let printed = built(&e).map(|sum| sum.to_expr());
+                for e in std::iter::once(&e).chain(printed.as_ref()) {
+                    if let Some(fast) = Sum::from_canonical_linear(e, dom.len()) {
+                        prop_assert!(Sum::is_canonical_linear(e, dom.len()));
+                        let slow = built(e);
+                        prop_assert_eq!(Some(&fast), slow.as_ref(), "{}", e);
+                        prop_assert!(&fast.to_expr() == e, "{}", e);
+                    } else {
+                        prop_assert!(!Sum::is_canonical_linear(e, dom.len()));
                     }
                 }
             }

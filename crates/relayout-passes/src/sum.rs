@@ -291,6 +291,70 @@ impl Sum {
     }
 }
 
+/// Terms beyond which [`Sum::from_canonical_linear`] leaves an expression to the simplifier,
+/// whose depth limit such a long chain could reach.
+const MAX_CANONICAL_TERMS: usize = 64;
+
+impl Sum {
+    /// The sum of `e` when `e` is already what [`Sum::to_expr`] prints for a linear sum over
+    /// dims below `dims`: terms left to right in increasing dim, each `d` or `d * c` (`c` not
+    /// 0 or 1), then a non-zero constant; or a constant alone. Building such an expression
+    /// term by term gives exactly this sum (no rule of the simplifier reads a linear sum's
+    /// ranges), so this is a shortcut past the allocations of building it, not another answer.
+    pub fn from_canonical_linear(e: &AffineExpr, dims: usize) -> Option<Sum> {
+        let mut terms = Vec::new();
+        let constant = canonical_linear(e, dims, &mut |d, c| terms.push((Atom::Dim(d), c)))?;
+        terms.reverse();
+        Some(Sum { terms, constant })
+    }
+
+    /// True when `e` is in the form of [`Sum::from_canonical_linear`]: simplifying it gives it
+    /// back.
+    pub fn is_canonical_linear(e: &AffineExpr, dims: usize) -> bool {
+        canonical_linear(e, dims, &mut |_, _| {}).is_some()
+    }
+}
+
+/// Reads `e` in the form of [`Sum::from_canonical_linear`], calling `f` on each term as
+/// `(dim, coef)` from the last to the first; the constant, or `None` when `e` is not in that
+/// form.
+fn canonical_linear(e: &AffineExpr, dims: usize, f: &mut impl FnMut(usize, i64)) -> Option<i64> {
+    let (mut node, constant) = match e {
+        AffineExpr::Const(c) => return Some(*c),
+        AffineExpr::Add(rest, c) => match **c {
+            AffineExpr::Const(c) if c != 0 => (&**rest, c),
+            _ => (e, 0),
+        },
+        _ => (e, 0),
+    };
+    // The terms nest to the left: the outermost is the last, with the largest dim.
+    let mut below = dims;
+    for _ in 0..MAX_CANONICAL_TERMS {
+        let (left, term) = match node {
+            AffineExpr::Add(left, term) => (Some(&**left), &**term),
+            term => (None, term),
+        };
+        let (d, c) = match term {
+            AffineExpr::Dim(d) => (*d, 1),
+            AffineExpr::Mul(inner, c) if *c != 0 && *c != 1 => match **inner {
+                AffineExpr::Dim(d) => (d, *c),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        if d >= below {
+            return None;
+        }
+        below = d;
+        f(d, c);
+        match left {
+            Some(l) => node = l,
+            None => return Some(constant),
+        }
+    }
+    None
+}
+
 impl Atom {
     pub fn bounds(&self, ranges: &[Interval]) -> Option<Interval> {
         match self {
