@@ -78,6 +78,15 @@ impl Simplifier {
         }
     }
 
+    /// [`Simplifier::simplify`] of an expression the caller no longer needs: returned as it is
+    /// when it is simplified already, instead of copied.
+    pub fn simplify_owned(&self, e: AffineExpr) -> AffineExpr {
+        if Sum::is_canonical_linear(&e, self.ranges.len()) {
+            return e;
+        }
+        self.simplify(&e)
+    }
+
     fn build(&self, e: &AffineExpr, depth: usize) -> Option<Sum> {
         if depth > MAX_DEPTH {
             return None;

@@ -26,15 +26,56 @@ pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
     // Reason: the verifier proves a guarded access in bounds by finding the guard's
     // expression inside the access, so equal expressions must stay equal; simplifying each
     // one by the same function of the same ranges guarantees it.
-    let mut guard: Vec<Constraint> = Vec::new();
-    for (c, canon) in stmt.guard.iter().zip(canons) {
+    let guard = canonical_guard(&simp, &stmt.guard, canons)?;
+    Some(Stmt {
+        dst: stmt.dst.iter().map(|e| simp.simplify(e)).collect(),
+        action: map_action(&stmt.action, |e| simp.simplify(e)),
+        domain,
+        guard,
+    })
+}
+
+/// [`canonicalize_stmt`] of a statement the caller no longer needs: its expressions that are
+/// simplified already are moved into the result instead of copied. Reason: the passes that
+/// cut statements into pieces canonicalize each fresh piece and then drop it.
+pub(crate) fn canonicalize_owned(stmt: Stmt) -> Option<Stmt> {
+    let (domain, simp, canons) = narrowed_domain(&stmt)?;
+    // As in `canonicalize_stmt`: every expression simplified with the final ranges.
+    let guard = canonical_guard(&simp, &stmt.guard, canons)?;
+    let simplify_all = |v: Vec<AffineExpr>| v.into_iter().map(|e| simp.simplify_owned(e)).collect();
+    let action = match stmt.action {
+        Action::Copy { src } => Action::Copy {
+            src: simplify_all(src),
+        },
+        Action::Accumulate { src } => Action::Accumulate {
+            src: simplify_all(src),
+        },
+        Action::Fill { value } => Action::Fill { value },
+    };
+    Some(Stmt {
+        dst: simplify_all(stmt.dst),
+        action,
+        domain,
+        guard,
+    })
+}
+
+/// The canonical guard, from what each constraint of `guard` is over the final domain;
+/// `None` when it is false.
+fn canonical_guard(
+    simp: &Simplifier,
+    guard: &[Constraint],
+    canons: Vec<Canon>,
+) -> Option<Vec<Constraint>> {
+    let mut out: Vec<Constraint> = Vec::new();
+    for (c, canon) in guard.iter().zip(canons) {
         match canon {
             Canon::Never => return None,
             Canon::Always => {}
             // Only when the narrowing rounds ran out; the constraint still holds as written.
-            Canon::Narrow(..) => add_constraint(&mut guard, simplified(&simp, c)),
+            Canon::Narrow(..) => add_constraint(&mut out, simplified(simp, c)),
             Canon::Keep(sum) => add_constraint(
-                &mut guard,
+                &mut out,
                 Constraint {
                     expr: sum.map_or_else(|| c.expr.clone(), |s| s.to_expr()),
                     lo: c.lo,
@@ -43,15 +84,10 @@ pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
             ),
         }
     }
-    if guard.iter().any(|c| c.lo >= c.hi) {
+    if out.iter().any(|c| c.lo >= c.hi) {
         return None;
     }
-    Some(Stmt {
-        dst: stmt.dst.iter().map(|e| simp.simplify(e)).collect(),
-        action: map_action(&stmt.action, |e| simp.simplify(e)),
-        domain,
-        guard,
-    })
+    Some(out)
 }
 
 /// The domain narrowed by the single-dim constraints of the guard, repeated while narrowing

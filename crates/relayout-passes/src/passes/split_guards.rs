@@ -40,7 +40,7 @@ use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, dst_box, fix_dim, solve_scaled, splittable_dims_in,
+    additions_round, canonicalize_owned, dst_box, fix_dim, solve_scaled, splittable_dims_in,
     with_range,
 };
 use crate::sum::{Atom, Sum};
@@ -64,7 +64,7 @@ impl IndexPass for SplitGuards {
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
-            split(s, rounding, &mut budget, &mut stmts);
+            split(s.clone(), rounding, &mut budget, &mut stmts);
         }
         Ok(k.with_stmts(shrink_fills(stmts)))
     }
@@ -74,8 +74,8 @@ impl_pass!(index SplitGuards);
 
 /// Appends the guard-free pieces of `stmt` to `out`, in order. `rounding`: the kernel's
 /// additions round (see `stmt::splittable_dims`).
-fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
-    let Some(s) = canonicalize_stmt(stmt) else {
+fn split(stmt: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
+    let Some(s) = canonicalize_owned(stmt) else {
         return;
     };
     let Some(facts) = Facts::of(&s, rounding) else {
@@ -95,7 +95,7 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
         let range = s.domain[cut];
         for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
             if a < b {
-                split(&with_range(&s, cut, a, b), rounding, budget, out);
+                split(with_range(&s, cut, a, b), rounding, budget, out);
             }
         }
         return;
@@ -103,14 +103,14 @@ fn split(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     if n <= *budget {
         *budget -= n;
         for v in r.lo..r.hi {
-            split(&fix_dim(&s, d, v), rounding, budget, out);
+            split(fix_dim(&s, d, v), rounding, budget, out);
         }
         return;
     }
     match band_cut(&s, &facts) {
         Some(pieces) if pieces.len() <= *budget => {
             *budget -= pieces.len();
-            for p in &pieces {
+            for p in pieces {
                 split(p, rounding, budget, out);
             }
         }
@@ -349,7 +349,7 @@ mod tests {
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
-            split(s, rounding, &mut left, &mut stmts);
+            split(s.clone(), rounding, &mut left, &mut stmts);
         }
         let out = Kernel {
             stmts: stmts.clone(),
