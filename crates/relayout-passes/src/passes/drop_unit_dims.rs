@@ -13,9 +13,9 @@
 //! merge dims, or reorder anything.
 
 use crate::pass::{impl_pass, IndexPass};
-use crate::stmt::{canonicalize_stmt, exprs, fix_dim};
+use crate::stmt::{canonicalize_owned, exprs, substitute};
 use crate::PassError;
-use relayout_ir::{Action, Kernel, Stmt};
+use relayout_ir::{Action, AffineExpr, Kernel, Stmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,17 +37,43 @@ fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
         return None;
     }
     let repeatable = matches!(stmt.action, Action::Copy { .. } | Action::Fill { .. });
-    let mut s = stmt.clone();
-    // From the last dim down, so that fixing one does not renumber those still to visit.
-    for d in (0..s.domain.len()).rev() {
-        let unit = s.domain[d].len() == 1;
-        let unread = repeatable && !exprs(&s).any(|e| e.dims_used().contains(&d));
-        if unit || unread {
-            s = fix_dim(&s, d, s.domain[d].lo);
+    let n = stmt.domain.len();
+    let mut read = vec![false; n];
+    if repeatable {
+        for e in exprs(stmt) {
+            e.walk(&mut |x| {
+                if let AffineExpr::Dim(i) = *x {
+                    if let Some(r) = read.get_mut(i) {
+                        *r = true;
+                    }
+                }
+            });
         }
     }
-    if s == *stmt {
-        return Some(s);
+    let dropped: Vec<bool> = (0..n)
+        .map(|d| stmt.domain[d].len() == 1 || (repeatable && !read[d]))
+        .collect();
+    if !dropped.contains(&true) {
+        return Some(stmt.clone());
     }
-    canonicalize_stmt(&s)
+    // All the dropped dims are fixed in one substitution, each to its first value, the others
+    // renumbered down past them: the same statement as fixing them one by one from the last,
+    // without rebuilding it once per dim.
+    let mut renumbered = Vec::with_capacity(n);
+    let mut kept = 0;
+    for &gone in &dropped {
+        renumbered.push(kept);
+        kept += usize::from(!gone);
+    }
+    let domain = (0..n)
+        .filter(|&d| !dropped[d])
+        .map(|d| stmt.domain[d])
+        .collect();
+    let s = substitute(stmt, domain, &|i| match dropped.get(i) {
+        Some(true) => AffineExpr::Const(stmt.domain[i].lo),
+        Some(false) => AffineExpr::Dim(renumbered[i]),
+        // A dim beyond the domain (which the verifier rejects) moves down past them all.
+        None => AffineExpr::Dim(i - (n - kept)),
+    });
+    canonicalize_owned(s)
 }
