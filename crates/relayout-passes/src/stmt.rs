@@ -21,7 +21,21 @@ const MAX_ROUNDS: usize = 16;
 ///
 /// The number of dims does not change, and neither does the order of the points that remain.
 pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
-    let (domain, simp, canons) = narrowed_domain(stmt)?;
+    canonicalize_over(stmt, stmt.domain.clone())
+}
+
+/// [`canonicalize_stmt`] of the statement with the range of dim `d` replaced by `[lo, hi)`
+/// ([`with_range`]). Reason: a piece whose guard fails everywhere (most pieces around a
+/// padded interior) is then dropped before any of its expressions is copied.
+pub(crate) fn canonicalize_with_range(stmt: &Stmt, d: usize, lo: i64, hi: i64) -> Option<Stmt> {
+    let mut domain = stmt.domain.clone();
+    domain[d] = DimRange::new(lo, hi);
+    canonicalize_over(stmt, domain)
+}
+
+/// [`canonicalize_stmt`] of the statement over `domain` instead of its own.
+fn canonicalize_over(stmt: &Stmt, domain: Vec<DimRange>) -> Option<Stmt> {
+    let (domain, simp, canons) = narrowed_domain(domain, &stmt.guard)?;
     // Every expression is simplified from its original form with the final ranges, in one go.
     // Reason: the verifier proves a guarded access in bounds by finding the guard's
     // expression inside the access, so equal expressions must stay equal; simplifying each
@@ -39,7 +53,7 @@ pub(crate) fn canonicalize_stmt(stmt: &Stmt) -> Option<Stmt> {
 /// simplified already are moved into the result instead of copied. Reason: the passes that
 /// cut statements into pieces canonicalize each fresh piece and then drop it.
 pub(crate) fn canonicalize_owned(stmt: Stmt) -> Option<Stmt> {
-    let (domain, simp, canons) = narrowed_domain(&stmt)?;
+    let (domain, simp, canons) = narrowed_domain(stmt.domain.clone(), &stmt.guard)?;
     // As in `canonicalize_stmt`: every expression simplified with the final ranges.
     let guard = canonical_guard(&simp, &stmt.guard, canons)?;
     let simplify_all = |v: Vec<AffineExpr>| v.into_iter().map(|e| simp.simplify_owned(e)).collect();
@@ -95,14 +109,16 @@ fn canonical_guard(
 /// constraint is provably false. With it, a simplifier over it and what each constraint of
 /// the guard is over it. Reason: the round that narrows nothing more has just computed
 /// those, over the final domain, so the caller need not compute them again.
-fn narrowed_domain(stmt: &Stmt) -> Option<(Vec<DimRange>, Simplifier, Vec<Canon>)> {
-    if stmt.domain.iter().any(DimRange::is_empty) {
+fn narrowed_domain(
+    mut domain: Vec<DimRange>,
+    guard: &[Constraint],
+) -> Option<(Vec<DimRange>, Simplifier, Vec<Canon>)> {
+    if domain.iter().any(DimRange::is_empty) {
         return None;
     }
-    let mut domain = stmt.domain.clone();
     for _ in 0..MAX_ROUNDS {
         let simp = Simplifier::new(&domain)?;
-        let canons = canon_guard(&simp, stmt)?;
+        let canons = canon_guard(&simp, guard)?;
         let mut narrowed = false;
         for canon in &canons {
             if let Canon::Narrow(d, lo, hi) = *canon {
@@ -121,14 +137,14 @@ fn narrowed_domain(stmt: &Stmt) -> Option<(Vec<DimRange>, Simplifier, Vec<Canon>
     }
     // The rounds ran out: the last one narrowed the domain its constraints were read over.
     let simp = Simplifier::new(&domain)?;
-    let canons = canon_guard(&simp, stmt)?;
+    let canons = canon_guard(&simp, guard)?;
     Some((domain, simp, canons))
 }
 
 /// [`canon_constraint`] of every constraint of the guard, in order; `None` when one is
 /// provably false.
-fn canon_guard(simp: &Simplifier, stmt: &Stmt) -> Option<Vec<Canon>> {
-    stmt.guard
+fn canon_guard(simp: &Simplifier, guard: &[Constraint]) -> Option<Vec<Canon>> {
+    guard
         .iter()
         .map(|c| match canon_constraint(simp, c) {
             Canon::Never => None,

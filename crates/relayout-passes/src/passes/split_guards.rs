@@ -40,8 +40,8 @@ use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_owned, dst_box, fix_dim, solve_scaled, splittable_dims_in,
-    with_range,
+    additions_round, canonicalize_owned, canonicalize_stmt, canonicalize_with_range, dst_box,
+    fix_dim, solve_scaled, splittable_dims_in,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -64,7 +64,7 @@ impl IndexPass for SplitGuards {
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
-            split(s.clone(), rounding, &mut budget, &mut stmts);
+            split_stmt(s, rounding, &mut budget, &mut stmts);
         }
         Ok(k.with_stmts(shrink_fills(stmts)))
     }
@@ -74,10 +74,15 @@ impl_pass!(index SplitGuards);
 
 /// Appends the guard-free pieces of `stmt` to `out`, in order. `rounding`: the kernel's
 /// additions round (see `stmt::splittable_dims`).
-fn split(stmt: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
-    let Some(s) = canonicalize_owned(stmt) else {
-        return;
-    };
+fn split_stmt(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
+    if let Some(s) = canonicalize_stmt(stmt) {
+        split(s, rounding, budget, out);
+    }
+}
+
+/// [`split_stmt`] of a canonical statement. Each piece is canonicalized before it is split
+/// in turn, and one that does nothing is dropped.
+fn split(s: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     let Some(facts) = Facts::of(&s, rounding) else {
         out.push(s);
         return;
@@ -95,7 +100,9 @@ fn split(stmt: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
         let range = s.domain[cut];
         for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
             if a < b {
-                split(with_range(&s, cut, a, b), rounding, budget, out);
+                if let Some(p) = canonicalize_with_range(&s, cut, a, b) {
+                    split(p, rounding, budget, out);
+                }
             }
         }
         return;
@@ -103,15 +110,19 @@ fn split(stmt: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     if n <= *budget {
         *budget -= n;
         for v in r.lo..r.hi {
-            split(fix_dim(&s, d, v), rounding, budget, out);
+            if let Some(p) = canonicalize_owned(fix_dim(&s, d, v)) {
+                split(p, rounding, budget, out);
+            }
         }
         return;
     }
     match band_cut(&s, &facts) {
-        Some(pieces) if pieces.len() <= *budget => {
+        Some((d, pieces)) if pieces.len() <= *budget => {
             *budget -= pieces.len();
-            for p in pieces {
-                split(p, rounding, budget, out);
+            for (a, z) in pieces {
+                if let Some(p) = canonicalize_with_range(&s, d, a, z) {
+                    split(p, rounding, budget, out);
+                }
             }
         }
         _ => out.push(s),
@@ -170,7 +181,8 @@ impl<'a> Facts<'a> {
 /// and peeling it makes the constraint single-dim. The dim with the fewest such edge values is
 /// cut, among the dims the statement may be split along (`stmt::splittable_dims`).
 /// `None` when no cut makes two pieces or more (then every piece is of one kind already).
-fn band_cut(s: &Stmt, f: &Facts) -> Option<Vec<Stmt>> {
+/// The dim and the intervals it is cut into, in order.
+fn band_cut(s: &Stmt, f: &Facts) -> Option<(usize, Pieces)> {
     let simp = &f.simp;
     // (values of the dim where the constraint holds for some points only, dim, pieces)
     let mut best: Option<(u64, usize, Pieces)> = None;
@@ -206,12 +218,7 @@ fn band_cut(s: &Stmt, f: &Facts) -> Option<Vec<Stmt>> {
         }
     }
     let (_, d, pieces) = best?;
-    Some(
-        pieces
-            .into_iter()
-            .map(|(a, z)| with_range(s, d, a, z))
-            .collect(),
-    )
+    Some((d, pieces))
 }
 
 /// Consecutive half-open intervals of one dim.
@@ -349,7 +356,7 @@ mod tests {
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
         for s in &k.stmts {
-            split(s.clone(), rounding, &mut left, &mut stmts);
+            split_stmt(s, rounding, &mut left, &mut stmts);
         }
         let out = Kernel {
             stmts: stmts.clone(),
