@@ -6,7 +6,7 @@ use relayout_ir::DimRange;
 /// One half-open range per index of a tensor.
 pub(crate) type IndexBox = Vec<DimRange>;
 
-fn intersects(a: &[DimRange], b: &[DimRange]) -> bool {
+pub(crate) fn intersects(a: &[DimRange], b: &[DimRange]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
@@ -63,13 +63,15 @@ fn merged(a: &[DimRange], b: &[DimRange]) -> Option<IndexBox> {
     if a.len() != b.len() {
         return None;
     }
-    let differing: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-    let [i] = differing.as_slice() else {
+    // The one index where they differ, without collecting them all (merge_adjacent asks
+    // this of every pair of boxes).
+    let mut differing = (0..a.len()).filter(|&i| a[i] != b[i]);
+    let (Some(i), None) = (differing.next(), differing.next()) else {
         return None;
     };
-    (a[*i].hi == b[*i].lo).then(|| {
+    (a[i].hi == b[i].lo).then(|| {
         let mut m = a.to_vec();
-        m[*i].hi = b[*i].hi;
+        m[i].hi = b[i].hi;
         m
     })
 }

@@ -36,7 +36,7 @@
 //! guarded, for `peel-dims` to handle or report), or shrink a fill past an `accumulate` (which
 //! adds to it).
 
-use crate::boxes::{merge_adjacent, subtract, IndexBox};
+use crate::boxes::{intersects, merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
@@ -303,7 +303,7 @@ fn shrink_fills(stmts: Vec<Stmt>) -> Vec<Stmt> {
         })
         .collect();
     let mut out = Vec::with_capacity(stmts.len());
-    for (i, s) in stmts.iter().enumerate() {
+    for (i, s) in stmts.into_iter().enumerate() {
         let shrunk = match (&s.action, &boxes[i]) {
             (Action::Fill { .. }, Some(region)) => remainder(region, &boxes[i + 1..]),
             _ => None,
@@ -312,7 +312,7 @@ fn shrink_fills(stmts: Vec<Stmt>) -> Vec<Stmt> {
             (Some(rest), &Action::Fill { value }) => {
                 out.extend(rest.into_iter().map(|b| fill_box(b, value)))
             }
-            _ => out.push(s.clone()),
+            _ => out.push(s),
         }
     }
     out
@@ -323,7 +323,16 @@ fn shrink_fills(stmts: Vec<Stmt>) -> Vec<Stmt> {
 fn remainder(region: &IndexBox, later: &[Option<IndexBox>]) -> Option<Vec<IndexBox>> {
     let mut rest = vec![region.clone()];
     for b in later.iter().flatten() {
-        rest = rest.iter().flat_map(|r| subtract(r, b)).collect();
+        // A box that `b` misses stays as it is (what `subtract` would copy).
+        let mut next = Vec::with_capacity(rest.len());
+        for r in rest {
+            if intersects(&r, b) {
+                next.extend(subtract(&r, b));
+            } else {
+                next.push(r);
+            }
+        }
+        rest = next;
         if rest.len() > MAX_FILL_BOXES {
             return None;
         }
