@@ -415,7 +415,7 @@ fn covers_output(kernel: &Kernel) -> bool {
             continue;
         };
         left = left
-            .iter()
+            .into_iter()
             .flat_map(|b| boxes::subtract(b, &written))
             .collect();
         if left.is_empty() {

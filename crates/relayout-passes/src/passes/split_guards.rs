@@ -36,7 +36,7 @@
 //! guarded, for `peel-dims` to handle or report), or shrink a fill past an `accumulate` (which
 //! adds to it).
 
-use crate::boxes::{intersects, merge_adjacent, subtract, IndexBox};
+use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
@@ -323,16 +323,7 @@ fn shrink_fills(stmts: Vec<Stmt>) -> Vec<Stmt> {
 fn remainder(region: &IndexBox, later: &[Option<IndexBox>]) -> Option<Vec<IndexBox>> {
     let mut rest = vec![region.clone()];
     for b in later.iter().flatten() {
-        // A box that `b` misses stays as it is (what `subtract` would copy).
-        let mut next = Vec::with_capacity(rest.len());
-        for r in rest {
-            if intersects(&r, b) {
-                next.extend(subtract(&r, b));
-            } else {
-                next.push(r);
-            }
-        }
-        rest = next;
+        rest = rest.into_iter().flat_map(|r| subtract(r, b)).collect();
         if rest.len() > MAX_FILL_BOXES {
             return None;
         }
