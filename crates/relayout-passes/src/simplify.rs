@@ -61,8 +61,7 @@ impl Simplifier {
         if let Some(s) = Sum::from_canonical_linear(e, self.ranges.len()) {
             return Some(s);
         }
-        self.fuel.set(FUEL);
-        self.build(e, 0)
+        self.build_fresh(e)
     }
 
     /// `e` simplified, or `e` itself when it cannot be.
@@ -72,19 +71,29 @@ impl Simplifier {
         if Sum::is_canonical_linear(e, self.ranges.len()) {
             return e.clone();
         }
-        match self.sum_of(e) {
+        match self.build_fresh(e) {
             Some(s) => s.to_expr(),
             None => e.clone(),
         }
     }
 
     /// [`Simplifier::simplify`] of an expression the caller no longer needs: returned as it is
-    /// when it is simplified already, instead of copied.
+    /// when it is simplified already, or cannot be, instead of copied.
     pub fn simplify_owned(&self, e: AffineExpr) -> AffineExpr {
         if Sum::is_canonical_linear(&e, self.ranges.len()) {
             return e;
         }
-        self.simplify(&e)
+        match self.build_fresh(&e) {
+            Some(s) => s.to_expr(),
+            None => e,
+        }
+    }
+
+    /// The sum of `e` built node by node, with a full tank of fuel: what [`Simplifier::sum_of`]
+    /// does for an expression not in canonical linear form (its callers have checked that).
+    fn build_fresh(&self, e: &AffineExpr) -> Option<Sum> {
+        self.fuel.set(FUEL);
+        self.build(e, 0)
     }
 
     fn build(&self, e: &AffineExpr, depth: usize) -> Option<Sum> {
@@ -499,10 +508,7 @@ mod tests {
             #[test]
             fn canonical_shortcut_is_exact(e in expr(), dom in domain()) {
                 let s = Simplifier::new(&dom).unwrap();
-                let built = |e: &AffineExpr| {
-                    s.fuel.set(FUEL);
-                    s.build(e, 0)
-                };
+                let built = |e: &AffineExpr| s.build_fresh(e);
                 let printed = built(&e).map(|sum| sum.to_expr());
                 for e in std::iter::once(&e).chain(printed.as_ref()) {
                     if let Some(fast) = Sum::from_canonical_linear(e, dom.len()) {
