@@ -10,10 +10,11 @@
 //! the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
-//! the result: for a fill (it writes zeros), an accumulate of integers whose runs start on
+//! the result: for a fill (it writes one value), an accumulate of integers whose runs start on
 //! element boundaries (they wrap the same way in any order; runs that straddle elements
-//! differently, which hand-written loop IR allows, do not commute), or a copy or a float accumulate whose runs never write the same destination
-//! byte twice (`dependence::points_disjoint`). A float accumulate whose points add into the
+//! differently, which hand-written loop IR allows, do not commute), or a copy or a float
+//! accumulate whose runs never write the same destination byte twice
+//! (`dependence::points_disjoint`). A float accumulate whose points add into the
 //! same element keeps its order: float additions round in their order, and Col2Im's results
 //! stay bit-exact (a Col2Im without padding has all its kernel positions in one statement).
 //! A sum from +0.0 (`accumulate ... = 0 + ...`) starts its runs over at each point of its

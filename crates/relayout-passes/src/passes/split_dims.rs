@@ -30,8 +30,8 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, exprs, order_matters, splittable_dims, substitute,
-    with_range,
+    additions_round, canonicalize_owned, canonicalize_stmt, exprs, order_matters, splittable_dims,
+    substitute, with_range,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -51,10 +51,11 @@ impl IndexPass for SplitDims {
     const NAME: &'static str = "split-dims";
 
     fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
+        let rounding = additions_round(k.dst.dtype);
         Ok(k.with_stmts(
             k.stmts
                 .iter()
-                .flat_map(|s| split_stmt(s, additions_round(k.dst.dtype)))
+                .flat_map(|s| split_stmt(s, rounding))
                 .collect(),
         ))
     }
@@ -87,8 +88,8 @@ fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
                     changed = true;
                     next.extend(
                         pieces
-                            .iter()
-                            .filter_map(canonicalize_stmt)
+                            .into_iter()
+                            .filter_map(canonicalize_owned)
                             .map(|p| (p, false)),
                     );
                 }
