@@ -269,10 +269,11 @@ fn opt_after_help() -> String {
         .max()
         .unwrap_or(0);
     for p in relayout::passes::PASSES {
-        let level = match p.level {
-            relayout::passes::Level::Index if p.name == "linearize" => "index-map -> loop",
-            relayout::passes::Level::Index => "index-map",
-            relayout::passes::Level::Loops => "loop",
+        use relayout::passes::Level;
+        let level = match (p.level, p.output) {
+            (Level::Index, Level::Loops) => "index-map -> loop",
+            (Level::Index, Level::Index) => "index-map",
+            (Level::Loops, _) => "loop",
         };
         text.push_str(&format!(
             "  {:<width$} {:<18} {}\n",

@@ -48,29 +48,20 @@ impl std::fmt::Debug for PassInfo {
 /// `NAME` and which trait it implements), so each is written once.
 macro_rules! registered {
     (index $t:ident, $summary:expr) => {
-        PassInfo {
-            name: <$t as IndexPass>::NAME,
-            summary: $summary,
-            level: Level::Index,
-            output: Level::Index,
-            create: || Box::new(<$t>::default()),
-        }
+        registered!(@entry $t, <$t as IndexPass>::NAME, Index, Index, $summary)
     };
     (loops $t:ident, $summary:expr) => {
-        PassInfo {
-            name: <$t as LoopPass>::NAME,
-            summary: $summary,
-            level: Level::Loops,
-            output: Level::Loops,
-            create: || Box::new(<$t>::default()),
-        }
+        registered!(@entry $t, <$t as LoopPass>::NAME, Loops, Loops, $summary)
     };
     (lowering $t:ident, $summary:expr) => {
+        registered!(@entry $t, <$t>::NAME, Index, Loops, $summary)
+    };
+    (@entry $t:ident, $name:expr, $level:ident, $output:ident, $summary:expr) => {
         PassInfo {
-            name: <$t>::NAME,
+            name: $name,
             summary: $summary,
-            level: Level::Index,
-            output: Level::Loops,
+            level: Level::$level,
+            output: Level::$output,
             create: || Box::new(<$t>::default()),
         }
     };
@@ -90,7 +81,7 @@ pub static PASSES: &[PassInfo] = &[
     registered!(loops TileTransposes, "strip-mine the source-contiguous loop of small-element transposes for register blocks"),
     registered!(loops PairPhases, "merge the even- and odd-element phases of sums from +0.0 into one sum over both, for interleaved vector stores"),
     registered!(loops FuseNests, "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes"),
-    registered!(loops Reroll, "merge consecutive statements that are one statement shifted by a constant step into one with a loop over the steps"),
+    registered!(loops Reroll, "merge statements that are one statement moved by a constant step (consecutive, or moved past statements they commute with) into one with a loop over the steps"),
 ];
 
 /// The registered pass named `name`.
