@@ -180,3 +180,30 @@ fn half_float_col2im_adds_in_the_order_of_its_definition() {
     }
     assert_all_exact(&cases, 2000, 36);
 }
+
+/// Rows long enough that code generation sums each one from +0.0 in a loop of four-vector
+/// groups whose last group ends at the row's end, overlapping the group before it (rows of 32
+/// f32 or 16 f64 and more; whole numbers of groups, and not), and stride-2 rows long enough
+/// for the loop over vectors of each phase: the overlapped elements are stored twice with the
+/// same sums, and nothing else changes.
+#[test]
+fn float_col2im_of_long_rows_adds_in_the_order_of_its_definition() {
+    let mut cases = Vec::new();
+    for w in [34i64, 40, 64, 67, 100] {
+        for (k, s) in [(3i64, 1i64), (2, 1), (4, 2)] {
+            for dtype in [DType::F32, DType::F64] {
+                cases.extend(col2im(&[5, w], &[k, k], (s, 1), &[1, 1, 1, 1], (2, dtype)));
+            }
+        }
+    }
+    assert_all_exact(&cases, 3000, 30);
+    // The loop is there: the long rows' notes say they are summed in registers.
+    let (op, input) = col2im(&[5, 67], &[3, 3], (1, 1), &[1, 1, 1, 1], (2, DType::F32)).unwrap();
+    let notes = relayout::codegen_notes(&relayout::lower(&op, &input).unwrap().loops);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("each run of 260 bytes stored once")),
+        "{notes:?}"
+    );
+}

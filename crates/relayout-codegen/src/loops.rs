@@ -303,6 +303,57 @@ fn unroll_factor(pattern: &Pattern) -> u64 {
     1u64 << (63 - raw.leading_zeros())
 }
 
+/// A loop over pieces of a run that may overlap: iteration `k` runs `body` at byte offsets
+/// `min(k * steps.0, lasts.0)` of the source and `min(k * steps.1, lasts.1)` of the
+/// destination, until both reach their last offset (the source reaches it when the destination
+/// does, `lasts` being a pair of offsets of one iteration). A run that is not a whole number of
+/// pieces then needs no second body for its tail: the last piece ends at the run's end,
+/// overlapping the one before it, which is only correct for bodies that never read the
+/// destination (the bytes written twice get the same value). Leaves the builder after the loop.
+pub(crate) fn clamped_loop(
+    b: &mut FunctionBuilder,
+    (src, dst): (Addr, Addr),
+    steps: (i64, i64),
+    lasts: (i64, i64),
+    body: &mut dyn FnMut(&mut FunctionBuilder, Addr, Addr),
+) {
+    let header = b.create_block();
+    let exit = b.create_block();
+    let dst_at = b.append_block_param(header, types::I64);
+    // The source's offset: the destination's when they move alike, none when it stays.
+    let shared = steps.0 == steps.1 && lasts.0 == lasts.1;
+    let src_at = if shared || steps.0 == 0 {
+        None
+    } else {
+        Some(b.append_block_param(header, types::I64))
+    };
+    let zero = b.ins().iconst(types::I64, 0);
+    let mut args: Vec<BlockArg> = vec![zero.into()];
+    args.extend(src_at.map(|_| BlockArg::from(zero)));
+    b.ins().jump(header, &args);
+
+    b.switch_to_block(header);
+    let s = match (shared, src_at) {
+        (true, _) => Addr::new(b.ins().iadd(src.base, dst_at), src.offset),
+        (false, Some(at)) => Addr::new(b.ins().iadd(src.base, at), src.offset),
+        (false, None) => src,
+    };
+    let d = Addr::new(b.ins().iadd(dst.base, dst_at), dst.offset);
+    body(b, s, d);
+    let done = b.ins().icmp_imm_s(IntCC::Equal, dst_at, lasts.1);
+    let mut next = |at: Value, step: i64, last: i64| {
+        let moved = b.ins().iadd_imm_s(at, step);
+        let limit = b.ins().iconst(types::I64, last);
+        BlockArg::from(b.ins().umin(moved, limit))
+    };
+    let mut back = vec![next(dst_at, steps.1, lasts.1)];
+    back.extend(src_at.map(|at| next(at, steps.0, lasts.0)));
+    b.ins().brif(done, exit, &[], header, &back);
+    b.seal_block(header);
+    b.seal_block(exit);
+    b.switch_to_block(exit);
+}
+
 /// What a [`GroupedBody`] emits: `group` consecutive iterations, or one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Part {

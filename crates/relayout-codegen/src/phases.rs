@@ -12,12 +12,12 @@
 //! replaces a scalar load per term and element by a quarter (f32) of a vector load.
 //!
 //! A row that is not a whole number of vectors ends with a vector overlapping the one before
-//! it; the elements they share get the same sums twice (the destination is never read, so
-//! storing them again changes nothing). A row shorter than a vector is summed element by
+//! it (in a long row, the loop's last iteration); the elements they share get the same sums
+//! twice (the destination is never read, so storing them again changes nothing). A row shorter than a vector is summed element by
 //! element. f16 and bf16 are not handled here (their adds are helper calls).
 
 use crate::accumulate::Adder;
-use crate::loops::{counted_loop, Count};
+use crate::loops::clamped_loop;
 use crate::mem::{load, store, Addr};
 use crate::shuffle::unpack_mask;
 use crate::sum;
@@ -102,27 +102,18 @@ pub(crate) fn emit_row(
         return Ok(());
     }
     let vectors = row.count / lanes;
-    let looped = if vectors > INLINE_VECTORS {
-        counted_loop(
-            b,
-            Count::Const(vectors),
-            src,
-            dst,
-            (16, 32),
-            &mut |b, s, d| {
-                vector(b, adder, terms, row, s, d, 0);
-                Ok(())
-            },
-        )?;
-        vectors
-    } else {
-        0
-    };
-    for v in looped..vectors {
+    let last = (row.count - lanes) as i64 * size;
+    if vectors > INLINE_VECTORS {
+        // One loop body for the whole row, the last vector ending at the row's end.
+        clamped_loop(b, (src, dst), (16, 32), (last, 2 * last), &mut |b, s, d| {
+            vector(b, adder, terms, row, s, d, 0);
+        });
+        return Ok(());
+    }
+    for v in 0..vectors {
         vector(b, adder, terms, row, src, dst, 16 * v as i64);
     }
     if row.count % lanes != 0 {
-        let last = (row.count - lanes) as i64 * size;
         vector(b, adder, terms, row, src, dst, last);
     }
     Ok(())

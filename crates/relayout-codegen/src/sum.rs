@@ -9,7 +9,10 @@
 //! at most [`MAX_TERMS`]. A run is summed [`GROUP`] vectors at a time (one accumulator each),
 //! by a loop over groups for long runs, a run that is not a whole number of vectors ending
 //! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
-//! element. f16 and bf16 are summed element by element through their helper, as `accumulate`
+//! element. A long sum from +0.0 has one loop body for the whole run: its last group ends at
+//! the run's end, overlapping the one before it, which only stores the same sums again; Col2Im
+//! 3x3's kernel lost a third of its Cranelift instructions with it (compile time grows with
+//! them). f16 and bf16 are summed element by element through their helper, as `accumulate`
 //! does.
 //!
 //! An `accumulate ... = 0 + ...` (`LoopAction::Sum`, a sum from +0.0) takes the same path, with
@@ -20,7 +23,7 @@
 //! term); the verifier bounds its terms by `MAX_SUM_TERMS`.
 
 use crate::accumulate::Adder;
-use crate::loops::{counted_loop, Count};
+use crate::loops::{clamped_loop, counted_loop, Count};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
@@ -125,14 +128,24 @@ pub(crate) fn emit_run(
         return Ok(());
     }
     let chunks = bytes / 16;
+    let groups = chunks / GROUP;
+    let step = (16 * GROUP) as i64;
+    let whole: Vec<i64> = (0..GROUP as i64).map(|i| 16 * i).collect();
+    if zero && groups > INLINE_GROUPS {
+        // The destination is only written, so a group may overlap one already stored: it
+        // gets the same sums again. Every group is whole, the last one ending at the run's
+        // end: one loop body for the whole run.
+        let last = bytes as i64 - step;
+        clamped_loop(b, (src, dst), (step, step), (last, last), &mut |b, s, d| {
+            vectors(b, adder, zero, terms, s, d, &whole);
+        });
+        return Ok(());
+    }
     // A run that is not a whole number of vectors ends with a vector overlapping the one
     // before it. Both are summed in the same group, from the destination as it was before
     // either is stored, so the elements they share get the same sum twice (the same
     // additions in the same order), never an addition on top of a stored sum.
     let tail = bytes % 16 != 0;
-    let groups = chunks / GROUP;
-    let step = (16 * GROUP) as i64;
-    let whole: Vec<i64> = (0..GROUP as i64).map(|i| 16 * i).collect();
     let looped = if groups > INLINE_GROUPS {
         // Keep the last whole vector out of the loop when the overlapping one needs it.
         let n = groups - u64::from(tail && chunks % GROUP == 0);
@@ -180,15 +193,10 @@ fn vectors(
     offsets: &[i64],
 ) {
     let ty = adder.vector();
+    let start = zero.then(|| zeros(b, ty));
     let mut acc: Vec<_> = offsets
         .iter()
-        .map(|&o| {
-            if zero {
-                zeros(b, ty)
-            } else {
-                load(b, ty, dst, o)
-            }
-        })
+        .map(|&o| start.unwrap_or_else(|| load(b, ty, dst, o)))
         .collect();
     for &t in terms {
         for (a, &o) in acc.iter_mut().zip(offsets) {
