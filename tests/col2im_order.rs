@@ -181,9 +181,9 @@ fn half_float_col2im_adds_in_the_order_of_its_definition() {
     assert_all_exact(&cases, 2000, 36);
 }
 
-/// Rows long enough that code generation sums each one from +0.0 in a loop of four-vector
-/// groups whose last group ends at the row's end, overlapping the group before it (rows of 32
-/// f32 or 16 f64 and more; whole numbers of groups, and not), and stride-2 rows long enough
+/// Rows long enough that code generation sums each one from +0.0 in a loop over groups of
+/// vectors whose last group ends at the row's end, overlapping the group before it (rows of
+/// 16 f32 or 8 f64 and more; whole numbers of groups, and not), and stride-2 rows long enough
 /// for the loop over vectors of each phase: the overlapped elements are stored twice with the
 /// same sums, and nothing else changes.
 #[test]

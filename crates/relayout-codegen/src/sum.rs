@@ -10,9 +10,8 @@
 //! by a loop over groups for long runs, a run that is not a whole number of vectors ending
 //! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
 //! element. A long sum from +0.0 has one loop body for the whole run: its last group ends at
-//! the run's end, overlapping the one before it, which only stores the same sums again; Col2Im
-//! 3x3's kernel lost a third of its Cranelift instructions with it (compile time grows with
-//! them). f16 and bf16 are summed element by element through their helper, as `accumulate`
+//! the run's end, overlapping the one before it, which only stores the same sums again: no second
+//! copy of the body for the tail (Cranelift's compile time grows with the instructions). f16 and bf16 are summed element by element through their helper, as `accumulate`
 //! does.
 //!
 //! An `accumulate ... = 0 + ...` (`LoopAction::Sum`, a sum from +0.0) takes the same path, with
@@ -32,8 +31,11 @@ use relayout_ir::{Loop, LoopAction, LoopStmt};
 
 /// Reduction loops with more points than this are left to the ordinary accumulate path.
 pub(crate) const MAX_TERMS: u64 = relayout_ir::MAX_SUM_TERMS;
-/// Vectors summed side by side (one accumulator register each).
-const GROUP: u64 = 4;
+/// Vectors summed side by side (one accumulator register each). Two rather than four: the
+/// loop body of a 3x3 Col2Im's rows has half the instructions (its compile 15% fewer), and
+/// the kernel ran within this machine's noise of the four-vector one (2.26-2.30 against
+/// 2.29-2.39 ms, bound by reading the source); the next iterations' chains overlap anyway.
+const GROUP: u64 = 2;
 /// Runs of up to this many groups are summed straight-line; longer ones by a loop.
 const INLINE_GROUPS: u64 = 1;
 /// f16/bf16 runs of up to this many elements are summed straight-line.
