@@ -15,8 +15,9 @@
 use relayout_ir::{LoopKernel, TensorType};
 use relayout_jit::CompiledKernel;
 use relayout_ops::Op;
+use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A map with a capacity that evicts its least recently used entry.
@@ -35,7 +36,10 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         }
     }
 
-    fn get(&mut self, key: &K) -> Option<V> {
+    fn get<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         self.clock += 1;
         let clock = self.clock;
         self.entries.get_mut(key).map(|(v, used)| {
@@ -80,8 +84,62 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
 /// What a cached op holds: everything `CompiledOp` needs, shared.
 pub(crate) type CachedOp = Arc<crate::CompiledInner>;
 
+/// The key of the by-op level: an op and its input type.
+#[derive(Clone, PartialEq, Eq)]
+struct OpKey {
+    op: Op,
+    input: TensorType,
+}
+
+/// An op and an input type, owned ([`OpKey`]) or borrowed: a hit looks the pair up as it was
+/// given, without copying it (a copy of an op's attributes and shape took several heap
+/// allocations, a visible part of a hit's microsecond).
+trait OpKeyParts {
+    fn parts(&self) -> (&Op, &TensorType);
+}
+
+impl OpKeyParts for OpKey {
+    fn parts(&self) -> (&Op, &TensorType) {
+        (&self.op, &self.input)
+    }
+}
+
+impl OpKeyParts for (&Op, &TensorType) {
+    fn parts(&self) -> (&Op, &TensorType) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> Borrow<dyn OpKeyParts + 'a> for OpKey {
+    fn borrow(&self) -> &(dyn OpKeyParts + 'a) {
+        self
+    }
+}
+
+// The owned key hashes and compares through the same `parts` as the borrowed one, as
+// `Borrow` requires.
+impl Hash for OpKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl Hash for dyn OpKeyParts + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn OpKeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn OpKeyParts + '_ {}
+
 struct Cache {
-    by_op: Lru<(Op, TensorType), CachedOp>,
+    by_op: Lru<OpKey, CachedOp>,
     by_code: Lru<LoopKernel, Arc<CompiledKernel>>,
 }
 
@@ -102,12 +160,16 @@ fn cache() -> MutexGuard<'static, Option<Cache>> {
 }
 
 pub(crate) fn lookup_op(op: &Op, input: &TensorType) -> Option<CachedOp> {
-    cache().as_mut()?.by_op.get(&(op.clone(), input.clone()))
+    cache().as_mut()?.by_op.get(&(op, input) as &dyn OpKeyParts)
 }
 
 pub(crate) fn insert_op(op: &Op, input: &TensorType, compiled: CachedOp) {
     if let Some(c) = cache().as_mut() {
-        c.by_op.insert((op.clone(), input.clone()), compiled);
+        let key = OpKey {
+            op: op.clone(),
+            input: input.clone(),
+        };
+        c.by_op.insert(key, compiled);
     }
 }
 
