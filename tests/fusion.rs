@@ -225,8 +225,9 @@ fn fused_random_kernels_compute_what_they_computed() {
 /// A random kernel shaped like a padded plane: a loop over `e` planes in every statement; a
 /// run of two or three statements that also loop over `r` rows of the plane (the rows'
 /// pieces), with one to three statements around it that loop over planes only (the top and
-/// bottom rows); actions, runs and offsets random, so the pieces around the rows sometimes
-/// overlap them and sometimes not. Kernels that do not verify are skipped by the caller.
+/// bottom rows), in half the kernels one of them between two of the rows' pieces; actions,
+/// runs and offsets random, so the pieces around the rows sometimes overlap them and
+/// sometimes not. Kernels that do not verify are skipped by the caller.
 fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
     let dtype = [DType::U8, DType::F32, DType::I16, DType::F64][rng.below(4) as usize];
     let es = dtype.size() as i64;
@@ -281,11 +282,18 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
     for _ in 0..before {
         stmts.push(piece(rng, false));
     }
-    for _ in 0..2 + rng.below(2) {
+    let rows = 2 + rng.below(2) as usize;
+    for _ in 0..rows {
         stmts.push(piece(rng, true));
     }
     for _ in 0..after {
         stmts.push(piece(rng, false));
+    }
+    if rng.below(2) == 0 {
+        // One piece around the rows comes between two of the rows' pieces (as a Col2Im's top
+        // row comes between its rows' bodies and edges).
+        let moved = stmts.pop().expect("at least one piece after the rows");
+        stmts.insert(before + 1 + rng.below(rows as u64 - 1) as usize, moved);
     }
     LoopKernel {
         name: "rows".into(),
@@ -299,11 +307,12 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
 /// `fuse-nests` on random padded-plane kernels: where the rows' pieces become a band over
 /// planes and rows (the others a band before it, moved only when they write apart from the
 /// rows), the result is what the unfused kernel computes, in the interpreter and in the JIT,
-/// whole and in pieces. Checks that both outcomes occur: deeper bands made, and pieces that
-/// overlap the rows kept after them.
+/// whole and in pieces. Checks that both outcomes occur: deeper bands made (also of rows'
+/// pieces that a piece around them kept apart), and pieces that overlap the rows kept after
+/// them.
 #[test]
 fn fused_rows_compute_what_they_computed() {
-    let (mut checked, mut deeper, mut kept) = (0, 0, 0);
+    let (mut checked, mut deeper, mut kept, mut between) = (0, 0, 0, 0);
     for seed in 0..2000u64 {
         let k = random_rows_kernel(&mut Rng(seed ^ 0xfeed));
         if verify_loop_kernel(&k).is_err() {
@@ -316,11 +325,25 @@ fn fused_rows_compute_what_they_computed() {
             .any(|b| b.depth >= 2 && b.len < f.stmts.len())
         {
             deeper += 1;
+            // The rows' pieces were not consecutive: a piece around them came between.
+            let in_rows: Vec<usize> = (0..k.stmts.len())
+                .filter(|&i| k.stmts[i].loops.len() == 2)
+                .collect();
+            if in_rows.windows(2).any(|w| w[1] != w[0] + 1) {
+                between += 1;
+            }
         } else if f.bands.iter().any(|b| b.len == f.stmts.len()) {
             kept += 1;
         }
     }
-    println!("{checked} kernels verified: {deeper} with a deeper band, {kept} kept whole");
+    println!(
+        "{checked} kernels verified: {deeper} with a deeper band ({between} of whose rows' \
+         pieces were apart), {kept} kept whole"
+    );
+    assert!(
+        between * 4 >= deeper,
+        "only {between} of {deeper} deeper bands gathered pieces that were apart"
+    );
     assert!(checked >= 500, "only {checked} random kernels verified");
     assert!(
         deeper * 10 >= checked,

@@ -24,15 +24,17 @@
 //!   `extent * stride` contiguous bytes (Col2Im's whole-output fill) is first cut into
 //!   `extent` runs of `stride` bytes along such a loop, which moves the same bytes;
 //! - deepens each band while the members share the next loop too and stay disjoint;
-//! - when only some consecutive members share the next loop but they do most of the work
-//!   (a padded plane's rows between its top and bottom rows), makes them a deeper band of
-//!   their own, so each row is written whole in one sweep, and the other members, which have
-//!   no loops inside the band, one band before it; the members after the run move before it
-//!   only when every band iteration has their bytes apart from the run's (see
-//!   [`deeper_run`]), otherwise the band stays as it was;
+//! - when only some members share the next loop but they do most of the work (a padded
+//!   plane's rows between its top and bottom rows; a Col2Im's rows, whose edges come after
+//!   its top row), makes them a deeper band of their own, so each row is written whole in one
+//!   sweep, and the other members, which have no loops inside the band but a sum's reduction
+//!   loops, one band before it; the members after the run's first move before it only when
+//!   every band iteration has their bytes apart from those of the run's members before them
+//!   (see [`deeper_run`]), otherwise the band stays as it was;
 //! - keeps a band only where it pays: an iteration must move at least [`MIN_ITERATION_BYTES`]
-//!   bytes per member with loops inside the band (each such member's nest is entered once per
-//!   iteration; a member without is a few instructions in the band's loop) and touch at most
+//!   bytes per member with loops inside the band other than a sum's reduction loops (each
+//!   such member's nest is entered once per iteration; a member without is a few instructions
+//!   in the band's loop) and touch at most
 //!   [`MAX_ITERATION_FOOTPRINT`] destination bytes (what stays in cache between members);
 //!   [`FuseNests::always`] drops this condition, for tests.
 //!
@@ -204,39 +206,29 @@ fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
     members.iter().all(|s| same_loop(&members[0], s, d))
 }
 
-/// The consecutive members of a band of `depth` loops that could share one more loop, when
-/// they do most of its work: at least [`DEEPER_RUN_WORK`] of its bytes, and not all of it.
-/// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
-/// the bytes, written in one sweep over the rows instead of three (the top and bottom rows
-/// then run apart, a few lines per plane).
-fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<std::ops::Range<usize>> {
-    let work = |s: &[LoopStmt]| {
-        s.iter()
-            .map(|s| s.trip_count().saturating_mul(s.bytes))
-            .fold(0u64, u64::saturating_add)
-    };
-    let total = work(members);
-    let mut best: Option<(u64, std::ops::Range<usize>)> = None;
-    let mut start = 0;
-    while start < members.len() {
-        // The longest run from `start` sharing loop `depth` with its first member.
-        let mut end = start + 1;
-        while end < members.len() && same_loop(&members[start], &members[end], depth) {
-            end += 1;
-        }
-        let run = &members[start..end];
-        if run.len() >= 2
-            && run.len() < members.len()
-            && iterations_disjoint(run, depth + 1).is_ok()
-        {
-            let w = work(run);
-            if best.as_ref().is_none_or(|(b, _)| w > *b) {
-                best = Some((w, start..end));
-            }
-        }
-        start = end;
+/// The members of a band of `depth` loops that could share one more loop, when they do most
+/// of its work: those sharing it with the member that does the most, if they are at least
+/// [`DEEPER_RUN_WORK`] of the band's bytes, and not all of it, and two or more. A padded
+/// plane's rows are the case: the left edge, body and right edge of each row, 97% of the
+/// bytes, written in one sweep over the rows instead of three (the top and bottom rows then
+/// run apart, a few lines per plane); and a Col2Im's rows, whose left and right edges come
+/// after the top row (see [`FuseNests::close`] for when the others may move).
+fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<Vec<usize>> {
+    let work = |s: &LoopStmt| s.trip_count().saturating_mul(s.bytes);
+    let total = members.iter().map(work).fold(0u64, u64::saturating_add);
+    let heaviest = (0..members.len()).max_by_key(|&i| work(&members[i]))?;
+    let run: Vec<usize> = (0..members.len())
+        .filter(|&i| same_loop(&members[heaviest], &members[i], depth))
+        .collect();
+    if run.len() < 2 || run.len() == members.len() {
+        return None;
     }
-    let (w, run) = best?;
+    let stmts: Vec<LoopStmt> = run.iter().map(|&i| members[i].clone()).collect();
+    iterations_disjoint(&stmts, depth + 1).ok()?;
+    let w = run
+        .iter()
+        .map(|&i| work(&members[i]))
+        .fold(0u64, u64::saturating_add);
     (w as f64 >= DEEPER_RUN_WORK * total as f64).then_some(run)
 }
 
@@ -257,28 +249,33 @@ impl FuseNests {
         }
         if let Some(run) = deeper_run(members, depth) {
             // The run becomes a band of its own, deeper than this one, and the other members
-            // one band before it (their own writes per iteration, a few runs each): the
-            // members after the run move before it, which is legal when no byte is written
-            // by one of them and a member of the run (then their order does not matter).
-            // Different iterations of this band touch disjoint bytes, so it is enough that
-            // within one iteration their bytes lie apart. Taken only when those members have
-            // no loops inside the band, so that their band costs a few instructions per
+            // one band before it (their own writes per iteration, a few runs each): those
+            // after the run's first member move before it, which is legal when no byte is
+            // written by one of them and a member of the run (then their order does not
+            // matter; the source is never written, and an accumulate reads only the bytes it
+            // writes). Different iterations of this band touch disjoint bytes, so it is
+            // enough that within one iteration their bytes lie apart. Taken only when those
+            // members have no loops inside the band but their reduction loops (a sum's terms,
+            // its body in code generation), so that their band costs a few instructions per
             // iteration, and when the run pays as a band of its own.
-            let rest: Vec<usize> = (0..run.start).chain(run.end..members.len()).collect();
-            let light = rest.iter().all(|&i| members[i].loops.len() == depth);
+            let rest: Vec<usize> = (0..members.len()).filter(|i| !run.contains(i)).collect();
+            let light = rest.iter().all(|&i| reduction_split(&members[i]) == depth);
             let apart = |a: &LoopStmt, b: &LoopStmt| {
                 let (a, b) = (dst_footprint(a, depth - 1), dst_footprint(b, depth - 1));
                 a.1 <= b.0 || b.1 <= a.0
             };
-            let movable = members[run.end..]
-                .iter()
-                .all(|s| members[run.clone()].iter().all(|r| apart(s, r)));
-            if light && movable && self.pays(&members[run.clone()]) {
-                let pick = |from: &[LoopStmt]| -> Vec<LoopStmt> {
-                    rest.iter().map(|&i| from[i].clone()).collect()
-                };
-                self.close(out, &pick(members), &pick(originals));
-                self.close(out, &members[run.clone()], &originals[run]);
+            let movable = rest.iter().filter(|&&i| i > run[0]).all(|&i| {
+                run.iter()
+                    .filter(|&&r| r < i)
+                    .all(|&r| apart(&members[i], &members[r]))
+            });
+            let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
+                which.iter().map(|&i| from[i].clone()).collect()
+            };
+            let run_members = pick(members, &run);
+            if light && movable && self.pays(&run_members) {
+                self.close(out, &pick(members, &rest), &pick(originals, &rest));
+                self.close(out, &run_members, &pick(originals, &run));
                 return;
             }
         }
@@ -296,7 +293,8 @@ impl FuseNests {
         // Only members with loops inside the band are entered as nests; one without (a run
         // per band iteration) is a few instructions in the band's loop, cheaper than a loop
         // of its own, so it needs no minimum.
-        let nests: Vec<&LoopStmt> = members.iter().filter(|s| s.loops.len() > 1).collect();
+        // A sum's reduction loops are its body (unrolled terms), not a nest of its own.
+        let nests: Vec<&LoopStmt> = members.iter().filter(|s| reduction_split(s) > 1).collect();
         let work: u64 = nests
             .iter()
             .map(|s| s.trip_count().saturating_mul(s.bytes))
