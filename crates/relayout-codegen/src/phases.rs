@@ -13,8 +13,9 @@
 //!
 //! A row that is not a whole number of vectors ends with a vector overlapping the one before
 //! it (in a long row, the loop's last iteration); the elements they share get the same sums
-//! twice (the destination is never read, so storing them again changes nothing). A row shorter than a vector is summed element by
-//! element. f16 and bf16 are not handled here (their adds are helper calls).
+//! twice (the destination is never read, so storing them again changes nothing). A row
+//! shorter than a vector is summed element by element. f16 and bf16 are not handled here
+//! (their adds are helper calls).
 
 use crate::accumulate::Adder;
 use crate::loops::clamped_loop;

@@ -10,9 +10,10 @@
 //! by a loop over groups for long runs, a run that is not a whole number of vectors ending
 //! with an overlapping vector (see [`emit_run`]); runs shorter than a vector element by
 //! element. A long sum from +0.0 has one loop body for the whole run: its last group ends at
-//! the run's end, overlapping the one before it, which only stores the same sums again: no second
-//! copy of the body for the tail (Cranelift's compile time grows with the instructions). f16 and bf16 are summed element by element through their helper, as `accumulate`
-//! does.
+//! the run's end, overlapping the one before it, which only stores the same sums again, so no
+//! second copy of the body is needed for the tail (Cranelift's compile time grows with the
+//! instructions). f16 and bf16 are summed element by element through their helper, as
+//! `accumulate` does.
 //!
 //! An `accumulate ... = 0 + ...` (`LoopAction::Sum`, a sum from +0.0) takes the same path, with
 //! the accumulators starting from a zero vector instead of the destination, which is then never

@@ -207,28 +207,38 @@ fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
 }
 
 /// The members of a band of `depth` loops that could share one more loop, when they do most
-/// of its work: those sharing it with the member that does the most, if they are at least
-/// [`DEEPER_RUN_WORK`] of the band's bytes, and not all of it, and two or more. A padded
-/// plane's rows are the case: the left edge, body and right edge of each row, 97% of the
-/// bytes, written in one sweep over the rows instead of three (the top and bottom rows then
-/// run apart, a few lines per plane); and a Col2Im's rows, whose left and right edges come
-/// after the top row (see [`FuseNests::close`] for when the others may move).
+/// of its work: of the sets of members that share such a loop (the same extent and
+/// destination stride) and stay disjoint, the one that moves the most bytes, if that is at
+/// least [`DEEPER_RUN_WORK`] of the band's bytes, and not all of it, and two members or more.
+/// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
+/// the bytes, written in one sweep over the rows instead of three (the top and bottom rows
+/// then run apart, a few lines per plane); and a Col2Im's rows, whose left and right edges
+/// come after the top row (see [`FuseNests::close`] for when the others may move).
 fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<Vec<usize>> {
     let work = |s: &LoopStmt| s.trip_count().saturating_mul(s.bytes);
     let total = members.iter().map(work).fold(0u64, u64::saturating_add);
-    let heaviest = (0..members.len()).max_by_key(|&i| work(&members[i]))?;
-    let run: Vec<usize> = (0..members.len())
-        .filter(|&i| same_loop(&members[heaviest], &members[i], depth))
-        .collect();
-    if run.len() < 2 || run.len() == members.len() {
-        return None;
+    let mut best: Option<(u64, Vec<usize>)> = None;
+    for first in 0..members.len() {
+        let run: Vec<usize> = (0..members.len())
+            .filter(|&i| same_loop(&members[first], &members[i], depth))
+            .collect();
+        // Each set once, from its first member.
+        if run.first() != Some(&first) || run.len() < 2 || run.len() == members.len() {
+            continue;
+        }
+        let stmts: Vec<LoopStmt> = run.iter().map(|&i| members[i].clone()).collect();
+        if iterations_disjoint(&stmts, depth + 1).is_err() {
+            continue;
+        }
+        let w = run
+            .iter()
+            .map(|&i| work(&members[i]))
+            .fold(0u64, u64::saturating_add);
+        if best.as_ref().is_none_or(|(b, _)| w > *b) {
+            best = Some((w, run));
+        }
     }
-    let stmts: Vec<LoopStmt> = run.iter().map(|&i| members[i].clone()).collect();
-    iterations_disjoint(&stmts, depth + 1).ok()?;
-    let w = run
-        .iter()
-        .map(|&i| work(&members[i]))
-        .fold(0u64, u64::saturating_add);
+    let (w, run) = best?;
     (w as f64 >= DEEPER_RUN_WORK * total as f64).then_some(run)
 }
 
