@@ -438,9 +438,10 @@ pub fn compile_timed(op: &Op, input: &TensorType) -> Result<(CompiledOp, Timings
     timings.push_pipeline(0, &passes);
     let kernel = CompiledKernel::compile(&loops)?;
     let stages = kernel.compile_timings();
-    timings.push("JIT", 0, stages.iter().map(|s| s.time).sum());
+    let jit = stages.iter().filter(|s| s.depth == 0).map(|s| s.time).sum();
+    timings.push("JIT", 0, jit);
     for s in stages {
-        timings.push(s.stage, 1, s.time);
+        timings.push(s.stage, 1 + s.depth, s.time);
     }
     let inner = Arc::new(CompiledInner {
         op: op.clone(),

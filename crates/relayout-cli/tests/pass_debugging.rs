@@ -298,6 +298,9 @@ fn timings_cover_every_stage_of_a_compile_and_every_pass() {
         "module",
         "codegen",
         "cranelift",
+        "instruction selection",
+        "register allocation",
+        "emission",
         "link",
         "Total",
     ]);
@@ -310,6 +313,19 @@ fn timings_cover_every_stage_of_a_compile_and_every_pass() {
         .map(|(_, n)| *n)
         .collect();
     assert_eq!(without_verify, want, "{stderr}");
+    // Cranelift's parts are indented under it, and took time.
+    let part = stderr
+        .lines()
+        .find(|l| l.ends_with("register allocation"))
+        .expect("a register allocation line");
+    let cranelift = stderr.lines().find(|l| l.ends_with("cranelift")).unwrap();
+    let depth = |l: &str| {
+        let name = l.split_once("%)  ").unwrap().1;
+        name.len() - name.trim_start().len()
+    };
+    assert_eq!(depth(part), depth(cranelift) + 2, "{stderr}");
+    let ms: f64 = part.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(ms > 0.0, "{stderr}");
 
     let lowered = stdout(&relayout(&["lower", S2D, "--emit", "lowered"], ""));
     let out = relayout(&["opt", "-", "--timings"], &lowered);

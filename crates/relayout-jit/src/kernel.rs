@@ -39,7 +39,8 @@ impl CompiledKernel {
     /// `cranelift` (Cranelift IR to machine code) and `link` (placing the code in executable
     /// memory); for a kernel whose every statement streams its whole nest through one helper
     /// call, `verify` and `streams` (laying out the nests the JIT passes to the helpers
-    /// itself: no code is generated).
+    /// itself: no code is generated). After `cranelift` come three of its parts (depth 1):
+    /// `instruction selection`, `register allocation` and `emission`.
     pub fn compile_timings(&self) -> &[StageTiming] {
         self.code.timings()
     }

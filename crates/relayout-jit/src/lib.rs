@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod aot;
+mod cranelift_timing;
 mod element;
 mod error;
 mod helpers;

@@ -37,7 +37,7 @@
 
 use crate::error::{Operand, RunError};
 use crate::streamed::{self, StreamedStmt};
-use crate::{helpers, isa, threads, Element, JitError, StmtSplit};
+use crate::{cranelift_timing, helpers, isa, threads, Element, JitError, StmtSplit};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
 use cranelift_codegen::isa::TargetIsa;
@@ -395,6 +395,7 @@ fn link(
         .map_err(|e| compile_error(&e))?;
     lap("codegen");
     let isa = isa::host()?;
+    cranelift_timing::start();
     let machine = compile_one(&*isa, func, id).map_err(|e| compile_error(&e))?;
     lap("cranelift");
     module
@@ -417,14 +418,19 @@ fn link(
     })
 }
 
-/// The wall time of one stage of [`CompiledKernel::compile`](crate::CompiledKernel::compile).
+/// The wall time of one stage of [`CompiledKernel::compile`](crate::CompiledKernel::compile),
+/// or of a part of the stage before it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct StageTiming {
     /// What ran: `verify`, `module`, `codegen`, `cranelift`, `link`, or `verify`, `streams` (see
-    /// [`CompiledKernel::compile_timings`](crate::CompiledKernel::compile_timings)).
+    /// [`CompiledKernel::compile_timings`](crate::CompiledKernel::compile_timings)); parts of
+    /// `cranelift`: `instruction selection`, `register allocation`, `emission`.
     pub stage: &'static str,
     /// How long it took.
     pub time: Duration,
+    /// 0 for a stage, 1 for a part of the last stage before it with depth 0 (the parts do not
+    /// add up to their stage: Cranelift's other passes are not listed).
+    pub depth: usize,
 }
 
 /// Appends the time since `*since` to `timings` under `stage`, and restarts the clock.
@@ -433,8 +439,23 @@ fn lap(timings: &mut Vec<StageTiming>, since: &mut Instant, stage: &'static str)
     timings.push(StageTiming {
         stage,
         time: now - *since,
+        depth: 0,
     });
     *since = now;
+}
+
+/// Inserts the parts of the `cranelift` stage that this thread's last compile recorded (see
+/// `cranelift_timing`) after that stage, if there is one.
+fn add_cranelift_parts(timings: &mut Vec<StageTiming>) {
+    let Some(at) = timings.iter().position(|t| t.stage == "cranelift") else {
+        return;
+    };
+    let parts = cranelift_timing::parts().map(|(stage, time)| StageTiming {
+        stage,
+        time,
+        depth: 1,
+    });
+    timings.splice(at + 1..at + 1, parts);
 }
 
 impl JitCode {
@@ -465,9 +486,13 @@ impl JitCode {
                 lap(&mut timings, &mut clock, "streams");
                 Main::Streamed(streamed)
             }
-            None => Main::Code(Box::new(link(kernel, &[], true, &mut |stage| {
-                lap(&mut timings, &mut clock, stage)
-            })?)),
+            None => {
+                let linked = link(kernel, &[], true, &mut |stage| {
+                    lap(&mut timings, &mut clock, stage)
+                })?;
+                add_cranelift_parts(&mut timings);
+                Main::Code(Box::new(linked))
+            }
         };
         let mut stmts: Vec<StmtCode> = kernel
             .stmts
