@@ -16,6 +16,9 @@ thread_local! {
     /// The passes recorded since [`start`], as they ended.
     static PASSES: RefCell<Vec<(Pass, Duration)>> = const { RefCell::new(Vec::new()) };
     static INSTALLED: Cell<bool> = const { Cell::new(false) };
+    /// Whether passes are recorded: from [`start`] to [`parts`], so that the compiles between
+    /// (machine-code listings, object files) do not grow the list in a long-running process.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
 
 struct Recorder;
@@ -28,8 +31,10 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let time = self.start.elapsed();
-        PASSES.with(|p| p.borrow_mut().push((self.pass, time)));
+        if RECORDING.get() {
+            let time = self.start.elapsed();
+            PASSES.with(|p| p.borrow_mut().push((self.pass, time)));
+        }
     }
 }
 
@@ -50,12 +55,14 @@ pub(crate) fn start() {
         INSTALLED.set(true);
     }
     PASSES.with(|p| p.borrow_mut().clear());
+    RECORDING.set(true);
 }
 
 /// The time of Cranelift's passes since [`start`] on this thread: instruction selection
 /// (lowering Cranelift IR to machine instructions on virtual registers), register allocation,
-/// and emission (machine instructions to bytes, branches resolved).
+/// and emission (machine instructions to bytes, branches resolved). Recording stops here.
 pub(crate) fn parts() -> [(&'static str, Duration); 3] {
+    RECORDING.set(false);
     let sum = |which: &[Pass]| {
         PASSES.with(|p| {
             p.borrow()
@@ -73,4 +80,30 @@ pub(crate) fn parts() -> [(&'static str, Duration); 3] {
             sum(&[Pass::vcode_emit, Pass::vcode_emit_finish]),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parts, start, PASSES};
+    use cranelift_codegen::timing;
+
+    #[test]
+    fn records_between_start_and_parts_only() {
+        start();
+        drop(timing::regalloc());
+        drop(timing::vcode_lower());
+        drop(timing::vcode_lower());
+        assert_eq!(PASSES.with(|p| p.borrow().len()), 3);
+        let names: Vec<&str> = parts().iter().map(|(name, _)| *name).collect();
+        assert_eq!(
+            names,
+            ["instruction selection", "register allocation", "emission"]
+        );
+        // After `parts`, compiles outside a timed one (listings, objects) record nothing.
+        drop(timing::regalloc());
+        assert_eq!(PASSES.with(|p| p.borrow().len()), 3);
+        // A new `start` forgets the last compile's passes.
+        start();
+        assert_eq!(PASSES.with(|p| p.borrow().len()), 0);
+    }
 }

@@ -325,6 +325,9 @@ pub(crate) struct JitCode {
 /// A linked kernel function and the JIT module that holds its code.
 struct Linked {
     entry: KernelFn,
+    /// The time of Cranelift's instruction selection, register allocation and emission for
+    /// this function (see `cranelift_timing`).
+    cranelift_parts: [(&'static str, Duration); 3],
     /// Dropped after `entry` can no longer be called (see [`OwnedModule`]).
     _module: OwnedModule,
 }
@@ -396,7 +399,10 @@ fn link(
     lap("codegen");
     let isa = isa::host()?;
     cranelift_timing::start();
-    let machine = compile_one(&*isa, func, id).map_err(|e| compile_error(&e))?;
+    let compiled = compile_one(&*isa, func, id);
+    // Read (which stops the recording) whether or not the compile succeeded.
+    let cranelift_parts = cranelift_timing::parts();
+    let machine = compiled.map_err(|e| compile_error(&e))?;
     lap("cranelift");
     module
         .define_function_bytes(id, machine.alignment, &machine.bytes, &machine.relocs)
@@ -414,6 +420,7 @@ fn link(
     lap("link");
     Ok(Linked {
         entry,
+        cranelift_parts,
         _module: owned,
     })
 }
@@ -444,13 +451,13 @@ fn lap(timings: &mut Vec<StageTiming>, since: &mut Instant, stage: &'static str)
     *since = now;
 }
 
-/// Inserts the parts of the `cranelift` stage that this thread's last compile recorded (see
-/// `cranelift_timing`) after that stage, if there is one.
-fn add_cranelift_parts(timings: &mut Vec<StageTiming>) {
+/// Inserts `parts` of the `cranelift` stage (see `cranelift_timing`) after that stage, if
+/// there is one.
+fn add_cranelift_parts(timings: &mut Vec<StageTiming>, parts: [(&'static str, Duration); 3]) {
     let Some(at) = timings.iter().position(|t| t.stage == "cranelift") else {
         return;
     };
-    let parts = cranelift_timing::parts().map(|(stage, time)| StageTiming {
+    let parts = parts.map(|(stage, time)| StageTiming {
         stage,
         time,
         depth: 1,
@@ -490,7 +497,7 @@ impl JitCode {
                 let linked = link(kernel, &[], true, &mut |stage| {
                     lap(&mut timings, &mut clock, stage)
                 })?;
-                add_cranelift_parts(&mut timings);
+                add_cranelift_parts(&mut timings, linked.cranelift_parts);
                 Main::Code(Box::new(linked))
             }
         };
