@@ -325,9 +325,6 @@ pub(crate) struct JitCode {
 /// A linked kernel function and the JIT module that holds its code.
 struct Linked {
     entry: KernelFn,
-    /// The time of Cranelift's instruction selection, register allocation and emission for
-    /// this function (see `cranelift_timing`).
-    cranelift_parts: [(&'static str, Duration); 3],
     /// Dropped after `entry` can no longer be called (see [`OwnedModule`]).
     _module: OwnedModule,
 }
@@ -359,12 +356,13 @@ impl Drop for OwnedModule {
 
 /// Generates, compiles and links one kernel function: the kernel's units and `variants`
 /// (see `translate_kernel_fn`), or, with `units` false, only the variants. `lap` is told when
-/// each stage ends. The kernel (and the variants) must have been verified.
+/// each stage ends, with the parts of it that were timed. The kernel (and the variants) must
+/// have been verified.
 fn link(
     kernel: &LoopKernel,
     variants: &[(usize, LoopStmt)],
     units: bool,
-    lap: &mut dyn FnMut(&'static str),
+    lap: &mut Lap<'_>,
 ) -> Result<Linked, JitError> {
     let mut builder = JITBuilder::with_isa(isa::host()?, default_libcall_names());
     for helper in Helper::ALL {
@@ -372,7 +370,7 @@ fn link(
     }
     // From here on the module is owned by `owned`, whose `Drop` frees it on every error path.
     let mut owned = OwnedModule(Mutex::new(Some(JITModule::new(builder))));
-    lap("module");
+    lap("module", &[]);
     let compile_error = |e: &dyn std::fmt::Debug| JitError::Compile {
         kernel: kernel.name.clone(),
         stmt: None,
@@ -396,14 +394,14 @@ fn link(
     let id = module
         .declare_anonymous_function(&sig)
         .map_err(|e| compile_error(&e))?;
-    lap("codegen");
+    lap("codegen", &[]);
     let isa = isa::host()?;
     cranelift_timing::start();
     let compiled = compile_one(&*isa, func, id);
     // Read (which stops the recording) whether or not the compile succeeded.
     let cranelift_parts = cranelift_timing::parts();
     let machine = compiled.map_err(|e| compile_error(&e))?;
-    lap("cranelift");
+    lap("cranelift", &cranelift_parts);
     module
         .define_function_bytes(id, machine.alignment, &machine.bytes, &machine.relocs)
         .map_err(|e| compile_error(&e))?;
@@ -417,10 +415,9 @@ fn link(
     // `free_memory` in `OwnedModule`'s `Drop`, and it never leaves the `Linked` that owns
     // that module.
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(address) };
-    lap("link");
+    lap("link", &[]);
     Ok(Linked {
         entry,
-        cranelift_parts,
         _module: owned,
     })
 }
@@ -440,29 +437,30 @@ pub struct StageTiming {
     pub depth: usize,
 }
 
-/// Appends the time since `*since` to `timings` under `stage`, and restarts the clock.
-fn lap(timings: &mut Vec<StageTiming>, since: &mut Instant, stage: &'static str) {
+/// What [`link`] tells when a stage ends: its name and the parts of it that were timed (the
+/// `cranelift` stage's passes, see `cranelift_timing`; none for the other stages).
+type Lap<'a> = dyn FnMut(&'static str, &[(&'static str, Duration)]) + 'a;
+
+/// Appends the time since `*since` to `timings` under `stage`, followed by its `parts`, and
+/// restarts the clock.
+fn lap(
+    timings: &mut Vec<StageTiming>,
+    since: &mut Instant,
+    stage: &'static str,
+    parts: &[(&'static str, Duration)],
+) {
     let now = Instant::now();
     timings.push(StageTiming {
         stage,
         time: now - *since,
         depth: 0,
     });
-    *since = now;
-}
-
-/// Inserts `parts` of the `cranelift` stage (see `cranelift_timing`) after that stage, if
-/// there is one.
-fn add_cranelift_parts(timings: &mut Vec<StageTiming>, parts: [(&'static str, Duration); 3]) {
-    let Some(at) = timings.iter().position(|t| t.stage == "cranelift") else {
-        return;
-    };
-    let parts = parts.map(|(stage, time)| StageTiming {
+    timings.extend(parts.iter().map(|&(stage, time)| StageTiming {
         stage,
         time,
         depth: 1,
-    });
-    timings.splice(at + 1..at + 1, parts);
+    }));
+    *since = now;
 }
 
 impl JitCode {
@@ -474,7 +472,7 @@ impl JitCode {
         verify(kernel)?;
         let src_len = kernel.src.size_bytes()?;
         let dst_len = kernel.dst.size_bytes()?;
-        lap(&mut timings, &mut clock, "verify");
+        lap(&mut timings, &mut clock, "verify", &[]);
 
         // The wide variants: compiled on first use (see `JitCode::wide`), but found now,
         // since they are IR only and say how finely a threaded run can cut.
@@ -490,14 +488,13 @@ impl JitCode {
             Some(runs) => {
                 let stmts = kernel.stmts.iter().zip(runs);
                 let streamed = stmts.map(|(s, r)| StreamedStmt::new(s, r)).collect();
-                lap(&mut timings, &mut clock, "streams");
+                lap(&mut timings, &mut clock, "streams", &[]);
                 Main::Streamed(streamed)
             }
             None => {
-                let linked = link(kernel, &[], true, &mut |stage| {
-                    lap(&mut timings, &mut clock, stage)
+                let linked = link(kernel, &[], true, &mut |stage, parts| {
+                    lap(&mut timings, &mut clock, stage, parts)
                 })?;
-                add_cranelift_parts(&mut timings, linked.cranelift_parts);
                 Main::Code(Box::new(linked))
             }
         };
@@ -561,7 +558,7 @@ impl JitCode {
                     wide_kernel.stmts[*index] = w.clone();
                 }
                 verify(&wide_kernel).ok()?;
-                link(&self.kernel, &self.variants, false, &mut |_| ()).ok()
+                link(&self.kernel, &self.variants, false, &mut |_, _| ()).ok()
             })
             .as_ref()
             .map(|l| l.entry)
@@ -582,7 +579,7 @@ impl JitCode {
                 // The rows kernel verifies like any kernel (its bands too); nothing
                 // unverified is compiled.
                 verify(&rows).ok()?;
-                link(&rows, &[], true, &mut |_| ()).ok()
+                link(&rows, &[], true, &mut |_, _| ()).ok()
             })
             .as_ref()
             .map(|l| l.entry)
