@@ -213,11 +213,12 @@ fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
 /// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
 /// the bytes, written in one sweep over the rows instead of three (the top and bottom rows
 /// then run apart, a few lines per plane); and a Col2Im's rows, whose left and right edges
-/// come after the top row (see [`FuseNests::close`] for when the others may move).
-fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<Vec<usize>> {
+/// come after the top row (see [`FuseNests::close`] for when the others may move). The
+/// indices of the set's members, and the members.
+fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<(Vec<usize>, Vec<LoopStmt>)> {
     let work = |s: &LoopStmt| s.trip_count().saturating_mul(s.bytes);
     let total = members.iter().map(work).fold(0u64, u64::saturating_add);
-    let mut best: Option<(u64, Vec<usize>)> = None;
+    let mut best: Option<(u64, Vec<usize>, Vec<LoopStmt>)> = None;
     for first in 0..members.len() {
         let run: Vec<usize> = (0..members.len())
             .filter(|&i| same_loop(&members[first], &members[i], depth))
@@ -234,12 +235,12 @@ fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<Vec<usize>> {
             .iter()
             .map(|&i| work(&members[i]))
             .fold(0u64, u64::saturating_add);
-        if best.as_ref().is_none_or(|(b, _)| w > *b) {
-            best = Some((w, run));
+        if best.as_ref().is_none_or(|(b, _, _)| w > *b) {
+            best = Some((w, run, stmts));
         }
     }
-    let (w, run) = best?;
-    (w as f64 >= DEEPER_RUN_WORK * total as f64).then_some(run)
+    let (w, run, stmts) = best?;
+    (w as f64 >= DEEPER_RUN_WORK * total as f64).then_some((run, stmts))
 }
 
 /// See [`deeper_run`].
@@ -257,7 +258,7 @@ impl FuseNests {
         while shares_loop(members, depth) && iterations_disjoint(members, depth + 1).is_ok() {
             depth += 1;
         }
-        if let Some(run) = deeper_run(members, depth) {
+        if let Some((run, run_members)) = deeper_run(members, depth) {
             // The run becomes a band of its own, deeper than this one, and the other members
             // one band before it (their own writes per iteration, a few runs each): those
             // after the run's first member move before it, which is legal when no byte is
@@ -282,7 +283,6 @@ impl FuseNests {
             let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
                 which.iter().map(|&i| from[i].clone()).collect()
             };
-            let run_members = pick(members, &run);
             if light && movable && self.pays(&run_members) {
                 self.close(out, &pick(members, &rest), &pick(originals, &rest));
                 self.close(out, &run_members, &pick(originals, &run));
