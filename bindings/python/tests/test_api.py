@@ -266,7 +266,7 @@ def test_ir_stages():
     assert "floordiv" in k.ir("lowered")
     assert "floordiv" not in k.ir("optimized")
     assert k.ir("loops").startswith("loops @space_to_depth")
-    assert "function %space_to_depth_0" in k.ir("clif")
+    assert "function %space_to_depth(" in k.ir("clif")
     assert "ret" in k.ir("vcode")
     try:
         assert "ret" in k.ir("asm")

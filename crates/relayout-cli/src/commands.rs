@@ -255,29 +255,10 @@ fn stage_text(
             None => missing("index-map IR"),
         },
         Emit::Loop => loops(&|l| Ok(l.to_string()), "loop IR"),
-        Emit::Clif => loops(&annotated_clif, "Cranelift IR"),
+        Emit::Clif => loops(&|l| relayout::clif_text(l), "Cranelift IR"),
         Emit::Vcode => loops(&|l| relayout::vcode_text(l), "machine code (VCode)"),
         Emit::Asm => loops(&|l| relayout::asm_text(l), "machine code (disassembly)"),
     }
-}
-
-/// The CLIF of every statement with a `; codegen:` line above its function on what code
-/// generation made of it (shuffle blocks, streaming stores, vector runs, ...), so that a reader
-/// sees why a statement of short runs runs at memory speed.
-fn annotated_clif(loops: &relayout::ir::LoopKernel) -> Result<String, relayout::Error> {
-    let clif = relayout::clif_text(loops)?;
-    let mut notes = relayout::codegen_notes(loops).into_iter();
-    let mut out = String::with_capacity(clif.len());
-    for line in clif.lines() {
-        if line.starts_with("function ") {
-            if let Some(note) = notes.next() {
-                out.push_str(&format!("; codegen: {note}\n"));
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    Ok(out)
 }
 
 /// The pipeline `--passes` names, or the default one.

@@ -28,29 +28,49 @@ fn stdout_of(args: &[&str]) -> String {
 }
 
 #[test]
-fn vcode_lists_every_function_after_its_statement() {
+fn vcode_lists_the_kernel_function_after_its_schedule() {
     let text = stdout_of(&["lower", OP, "--emit", "vcode"]);
-    assert!(text.starts_with("; copy 8 bytes %dst["), "{text}");
     assert!(
-        text.contains("function %space_to_depth_0: "),
+        text.starts_with("; @space_to_depth: entry e runs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; entry 0:\n;   copy 8 bytes %dst["),
+        "{text}"
+    );
+    assert!(
+        text.contains("function %space_to_depth: "),
         "no function header:\n{text}"
     );
     assert!(text.contains("ret"), "no return:\n{text}");
 
+    // A kernel of several statements, some in a fused band: one function, which the JIT
+    // compiles, and every statement of the loop IR in the schedule above it.
     let text = stdout_of(&["lower", COL2IM_F16, "--emit", "vcode"]);
-    let functions = text
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("function %")).count(),
+        1,
+        "one function per kernel:\n{text}"
+    );
+    let loops = stdout_of(&["lower", COL2IM_F16, "--emit", "loop"]);
+    let statements: Vec<&str> = loops
         .lines()
-        .filter(|l| l.starts_with("function %col2im_"))
-        .count();
-    let statements = stdout_of(&["lower", COL2IM_F16, "--emit", "loop"])
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("copy") || l.starts_with("fill") || l.starts_with("accumulate"))
+        .collect();
+    assert!(
+        statements.len() >= 2,
+        "expected several statements (the cells)"
+    );
+    let listed: Vec<&str> = text
         .lines()
-        .filter(|l| {
-            let l = l.trim_start();
-            l.starts_with("copy") || l.starts_with("fill") || l.starts_with("accumulate")
-        })
-        .count();
-    assert!(statements >= 2, "expected several statements (the cells)");
-    assert_eq!(functions, statements, "one function per statement:\n{text}");
+        .filter_map(|l| l.strip_prefix(';'))
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("copy") || l.starts_with("fill") || l.starts_with("accumulate"))
+        .collect();
+    assert_eq!(listed, statements, "{text}");
+    let bands = loops.matches("fused for").count();
+    assert_eq!(text.matches(";   fused for").count(), bands, "{text}");
 }
 
 #[cfg(not(feature = "disas"))]
@@ -72,10 +92,13 @@ fn asm_without_the_disassembler_says_how_to_build_it() {
 
 #[cfg(feature = "disas")]
 #[test]
-fn asm_is_the_disassembly_of_every_function() {
+fn asm_is_the_disassembly_of_the_kernel_function() {
     let text = stdout_of(&["lower", OP, "--emit", "asm"]);
-    assert!(text.starts_with("; copy 8 bytes %dst["), "{text}");
-    assert!(text.contains("function %space_to_depth_0: "), "{text}");
+    assert!(
+        text.contains("; entry 0:\n;   copy 8 bytes %dst["),
+        "{text}"
+    );
+    assert!(text.contains("function %space_to_depth: "), "{text}");
     // capstone's output: block labels with their offsets, AT&T mnemonics.
     assert!(text.contains("block0: ; offset 0x0"), "{text}");
     assert!(text.contains("retq"), "{text}");

@@ -1,10 +1,10 @@
 //! # relayout-codegen
 //!
 //! Translates a loop kernel ([`relayout_ir::LoopKernel`]) into Cranelift IR: one function for
-//! the whole kernel ([`translate_kernel_fn`], what the JIT compiles: an entry per unit of the
-//! schedule, see [`kernel_signature`] and [`RUN_ALL`]), or one function per statement
-//! ([`translate_stmt`], what [`clif_text`] prints and ahead-of-time objects link), with the
-//! signature
+//! the whole kernel ([`translate_kernel_fn`], what the JIT compiles and [`clif_text`] prints:
+//! an entry per unit of the schedule, see [`kernel_signature`] and [`RUN_ALL`]), or one
+//! function per statement ([`translate_stmt`]: the same nests, for tests and tools that look
+//! at one statement), with the signature
 //!
 //! ```text
 //! extern "C" fn(src: *const u8, dst: *mut u8, start: u64, end: u64)
@@ -63,7 +63,7 @@ pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
-use relayout_ir::LoopKernel;
+use relayout_ir::{LoopKernel, Unit};
 use std::fmt::Write;
 
 /// The target configuration used by [`clif_text`]: 64-bit pointers and the System V calling
@@ -76,25 +76,63 @@ pub fn text_target_config() -> TargetFrontendConfig {
     }
 }
 
-/// The CLIF of every statement's function, in statement order, each preceded by the statement
-/// it implements as a `;` comment. The text depends only on the kernel (see
-/// [`text_target_config`]), so it is fit for snapshot tests.
+/// The CLIF of the kernel's function ([`translate_kernel_fn`], what the JIT compiles), preceded
+/// by [`kernel_comments`]. The text depends only on the kernel (see [`text_target_config`]),
+/// so it is fit for snapshot tests.
 pub fn clif_text(k: &LoopKernel) -> Result<String, CodegenError> {
-    let mut out = String::new();
-    let funcs = translate_kernel(k, text_target_config(), &mut TextImports)?;
-    for (i, (stmt, func)) in k.stmts.iter().zip(&funcs).enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        for line in stmt.to_string().lines() {
-            // Writing to a String cannot fail.
-            let _ = writeln!(out, "; {}", line.trim_start());
-        }
-        let text = func.display().to_string();
-        out.push_str(&text);
-        if !text.ends_with('\n') {
-            out.push('\n');
-        }
+    let func = translate_kernel_fn(k, &[], text_target_config(), &mut TextImports)?;
+    let mut out = kernel_comments(k);
+    out.push_str(&func.display().to_string());
+    if !out.ends_with('\n') {
+        out.push('\n');
     }
     Ok(out)
+}
+
+/// The schedule of `k` as `;` comment lines, for the listings of its function: what each
+/// entry runs (a statement, or a fused band and its members, as the loop IR prints them) and,
+/// under it, what code generation makes of each statement ([`describe`]).
+pub fn kernel_comments(k: &LoopKernel) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "; @{}: entry e runs unit e below over iterations [start, end) of its outer loop; \
+         entry -1 runs them all in order",
+        k.name
+    );
+    for (e, unit) in k.units().into_iter().enumerate() {
+        let _ = writeln!(out, "; entry {e}:");
+        let text = k.unit_text(unit);
+        let note = |out: &mut String, i: usize, indent: &str| {
+            if let Some(note) = describe(k, i) {
+                let _ = writeln!(out, ";   {indent}codegen: {note}");
+            }
+        };
+        match unit {
+            Unit::Stmt(i) => {
+                for line in text.lines() {
+                    let _ = writeln!(out, ";   {line}");
+                }
+                note(&mut out, i, "");
+            }
+            Unit::Band(band) => {
+                // Each member's note under its lines: a member starts at a line indented by
+                // two spaces exactly (its `for` line is indented further), and the band ends
+                // with `}`.
+                let mut member = band.first;
+                let mut started = false;
+                for line in text.lines() {
+                    let starts = line.starts_with("  ") && !line.starts_with("   ");
+                    if (starts || line == "}") && started {
+                        note(&mut out, member, "  ");
+                        member += 1;
+                    }
+                    started |= starts;
+                    let _ = writeln!(out, ";   {line}");
+                }
+            }
+        }
+    }
+    out
 }

@@ -299,35 +299,44 @@ impl Display for LoopKernel {
             self.name, self.src, self.dst
         )?;
         for unit in self.units() {
-            match unit {
-                Unit::Stmt(i) => {
-                    write_indented(f, &InKernel(&self.stmts[i], self.dst.dtype).to_string())?
-                }
-                Unit::Band(band) => {
-                    // `fused for i0 in 0 to 256 {`: the shared loops, as the members' own
-                    // loop lists spell them (the parser checks that they agree).
-                    let mut body = String::from("fused for ");
-                    for (i, l) in self.stmts[band.first].loops[..band.depth]
-                        .iter()
-                        .enumerate()
-                    {
-                        if i > 0 {
-                            body.push_str(", ");
-                        }
-                        write!(body, "i{i} in 0 to {}", l.extent)?;
-                    }
-                    body.push_str(" {\n");
-                    for s in &self.stmts[band.members()] {
-                        for line in InKernel(s, self.dst.dtype).to_string().lines() {
-                            writeln!(body, "  {line}")?;
-                        }
-                    }
-                    body.push('}');
-                    write_indented(f, &body)?;
-                }
-            }
+            write_indented(f, &self.unit_text(unit))?;
         }
         f.write_str("}\n")
+    }
+}
+
+impl LoopKernel {
+    /// One unit of the schedule as the kernel prints it, without the kernel's indentation: a
+    /// statement (its `for` line below it), or a band as `fused for i0 in 0 to 256 {`, its
+    /// members indented by two spaces, and `}`.
+    pub fn unit_text(&self, unit: Unit) -> String {
+        let dtype = self.dst.dtype;
+        match unit {
+            Unit::Stmt(i) => InKernel(&self.stmts[i], dtype).to_string(),
+            Unit::Band(band) => {
+                // The shared loops, as the members' own loop lists spell them (the parser
+                // checks that they agree).
+                let mut body = String::from("fused for ");
+                for (i, l) in self.stmts[band.first].loops[..band.depth]
+                    .iter()
+                    .enumerate()
+                {
+                    if i > 0 {
+                        body.push_str(", ");
+                    }
+                    // Writing to a String cannot fail.
+                    let _ = write!(body, "i{i} in 0 to {}", l.extent);
+                }
+                body.push_str(" {\n");
+                for s in &self.stmts[band.members()] {
+                    for line in InKernel(s, dtype).to_string().lines() {
+                        let _ = writeln!(body, "  {line}");
+                    }
+                }
+                body.push('}');
+                body
+            }
+        }
     }
 }
 

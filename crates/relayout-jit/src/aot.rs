@@ -2,12 +2,12 @@
 //! programs that link their kernels instead of generating code at run time.
 //!
 //! The object holds the code the JIT would run: the kernel is verified first (nothing is
-//! written for a kernel the verifier cannot prove in bounds), and every statement is
-//! translated by the same `translate_stmt` into the same CLIF, compiled for the host ISA with
-//! the JIT's flags except `is_pic`, which is on so that the object links into
-//! position-independent executables (calls to `memcpy` and the helpers go through the GOT
-//! instead of absolute addresses). The statement functions are local to the object; it exports
-//! two entry points, written here in CLIF:
+//! written for a kernel the verifier cannot prove in bounds), and it is translated by the same
+//! `translate_kernel_fn` into the same function, compiled for the host ISA with the JIT's
+//! flags except `is_pic`, which is on so that the object links into position-independent
+//! executables (calls to `memcpy` and the helpers go through the GOT instead of absolute
+//! addresses). That function is local to the object; it exports two entry points, written
+//! here in CLIF, which call it:
 //!
 //! - `NAME(src, dst)` runs the kernel's schedule (`LoopKernel::units`): each statement over its
 //!   whole outer loop, and each band iteration by iteration, as `JitCode::run` does on one
@@ -27,15 +27,13 @@
 use crate::module::{outer_iterations_disjoint, verify};
 use crate::{isa, JitError};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    types, AbiParam, FuncRef, Function, InstBuilder, Signature, UserFuncName, Value,
-};
+use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, Signature, UserFuncName};
 use cranelift_codegen::Context;
-use cranelift_frontend::FunctionBuilder;
 use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use relayout_codegen::{
-    build_function, stmt_signature, translate_stmt, Helper, IndexLoop, ModuleImports,
+    build_function, kernel_signature, stmt_signature, translate_kernel_fn, Helper, ModuleImports,
+    RUN_ALL,
 };
 use relayout_ir::{LoopKernel, TensorType, Unit};
 use std::convert::Infallible;
@@ -59,16 +57,6 @@ pub struct AotObject {
     pub dst: TensorType,
 }
 
-/// How `NAME_range` cuts the kernel.
-enum Outer {
-    /// One statement whose outer iterations write disjoint bytes: its own range.
-    Stmt(usize, u64),
-    /// One band: iterations of the shared loop, every member in order at each.
-    Band(Vec<usize>, u64),
-    /// Anything else: `0..1`, the whole kernel.
-    Whole,
-}
-
 /// Whether `symbol` is a C identifier (and so a valid symbol and macro prefix).
 fn is_c_identifier(symbol: &str) -> bool {
     let mut chars = symbol.chars();
@@ -90,43 +78,37 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
     verify(kernel)?;
     kernel.src.size_bytes()?;
     kernel.dst.size_bytes()?;
-    let error = |stmt: Option<usize>, e: &dyn std::fmt::Debug| JitError::Compile {
+    let error = |e: &dyn std::fmt::Debug| JitError::Compile {
         kernel: kernel.name.clone(),
-        stmt,
+        stmt: None,
         message: format!("{e:?}"),
     };
 
     let builder = ObjectBuilder::new(isa::host_pic()?, symbol, default_libcall_names())
-        .map_err(|e| error(None, &e))?;
+        .map_err(|e| error(&e))?;
     let mut module = ObjectModule::new(builder);
     let config = module.target_config();
     let call_conv = config.default_call_conv;
-    let sig = stmt_signature(call_conv);
 
-    // The statements, exactly as the JIT translates them, as local functions.
-    let mut stmt_ids = Vec::with_capacity(kernel.stmts.len());
-    for index in 0..kernel.stmts.len() {
-        let func = translate_stmt(kernel, index, config, &mut ModuleImports::new(&mut module))?;
-        let id = module
-            .declare_function(&format!("{symbol}__stmt{index}"), Linkage::Local, &sig)
-            .map_err(|e| error(Some(index), &e))?;
-        let mut ctx = Context::for_function(func);
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| error(Some(index), &e))?;
-        stmt_ids.push(id);
-    }
+    // The kernel's function, exactly as the JIT translates it, as a local function.
+    let func = translate_kernel_fn(kernel, &[], config, &mut ModuleImports::new(&mut module))?;
+    let kernel_id = module
+        .declare_function(
+            &format!("{symbol}__kernel"),
+            Linkage::Local,
+            &kernel_signature(call_conv),
+        )
+        .map_err(|e| error(&e))?;
+    define(&mut module, kernel_id, func).map_err(|e| error(&e))?;
 
-    let units = kernel.units();
-    let outer = match units.as_slice() {
+    // The extent of the outer loop `NAME_range` cuts: that of the kernel's one unit, when it
+    // has one whose iterations write disjoint bytes (a band's always do).
+    let outer = match kernel.units().as_slice() {
         [Unit::Stmt(i)] if outer_iterations_disjoint(&kernel.stmts[*i]) => {
-            Outer::Stmt(*i, kernel.stmts[*i].loops.first().map_or(1, |l| l.extent))
+            Some(kernel.stmts[*i].loops.first().map_or(1, |l| l.extent))
         }
-        [Unit::Band(band)] => Outer::Band(
-            band.members().collect(),
-            kernel.stmts[band.first].loops[0].extent,
-        ),
-        _ => Outer::Whole,
+        [Unit::Band(band)] => Some(kernel.stmts[band.first].loops[0].extent),
+        _ => None,
     };
 
     // NAME(src, dst): the whole schedule.
@@ -134,70 +116,57 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
     whole_sig.params.extend([AbiParam::new(types::I64); 2]);
     let whole_id = module
         .declare_function(symbol, Linkage::Export, &whole_sig)
-        .map_err(|e| error(None, &e))?;
+        .map_err(|e| error(&e))?;
     let name = UserFuncName::user(0, whole_id.as_u32());
     let Ok((func, ())) = build_function(name, whole_sig, config, |b, [src, dst]| {
-        let refs = stmt_refs(&mut module, &stmt_ids, b);
-        for unit in &units {
-            match unit {
-                Unit::Stmt(i) => {
-                    let extent = kernel.stmts[*i].loops.first().map_or(1, |l| l.extent);
-                    let zero = b.ins().iconst(types::I64, 0);
-                    let end = b.ins().iconst(types::I64, extent as i64);
-                    b.ins().call(refs[*i], &[src, dst, zero, end]);
-                }
-                Unit::Band(band) => {
-                    let extent = kernel.stmts[band.first].loops[0].extent;
-                    let zero = b.ins().iconst(types::I64, 0);
-                    let end = b.ins().iconst(types::I64, extent as i64);
-                    let members: Vec<FuncRef> = band.members().map(|m| refs[m]).collect();
-                    emit_band_loop(b, &members, [src, dst, zero, end]);
-                }
-            }
-        }
+        let kernel_fn = module.declare_func_in_func(kernel_id, b.func);
+        let all = b.ins().iconst(types::I64, RUN_ALL as i64);
+        let zero = b.ins().iconst(types::I64, 0);
+        let max = b.ins().iconst(types::I64, u64::MAX as i64);
+        b.ins().call(kernel_fn, &[src, dst, all, zero, max]);
         Ok::<_, Infallible>(())
     });
-    define(&mut module, whole_id, func).map_err(|e| error(None, &e))?;
+    define(&mut module, whole_id, func).map_err(|e| error(&e))?;
 
     // NAME_range(src, dst, start, end): the outer loop's iterations [start, min(end, OUTER)).
     let range_id = module
-        .declare_function(&format!("{symbol}_range"), Linkage::Export, &sig)
-        .map_err(|e| error(None, &e))?;
+        .declare_function(
+            &format!("{symbol}_range"),
+            Linkage::Export,
+            &stmt_signature(call_conv),
+        )
+        .map_err(|e| error(&e))?;
     let name = UserFuncName::user(0, range_id.as_u32());
-    let Ok((func, extent)) = build_function(name, sig, config, |b, [src, dst, start, end]| {
-        let refs = stmt_refs(&mut module, &stmt_ids, b);
-        let extent = match &outer {
-            Outer::Stmt(i, extent) => {
-                // The statement clamps `end` to its extent itself.
-                b.ins().call(refs[*i], &[src, dst, start, end]);
-                *extent
-            }
-            Outer::Band(members, extent) => {
-                let limit = b.ins().iconst(types::I64, *extent as i64);
-                let end = b.ins().umin(end, limit);
-                let members: Vec<FuncRef> = members.iter().map(|&m| refs[m]).collect();
-                emit_band_loop(b, &members, [src, dst, start, end]);
-                *extent
-            }
-            Outer::Whole => {
-                // The one iteration, 0, is in [start, end) when start == 0 < end.
-                let whole = module.declare_func_in_func(whole_id, b.func);
-                let zero = b.ins().icmp_imm_u(IntCC::Equal, start, 0);
-                let positive = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, end, 0);
-                let run = b.ins().band(zero, positive);
-                let call = b.create_block();
-                let exit = b.create_block();
-                b.ins().brif(run, call, &[], exit, &[]);
-                b.switch_to_block(call);
-                b.ins().call(whole, &[src, dst]);
-                b.ins().jump(exit, &[]);
-                b.switch_to_block(exit);
-                1
-            }
-        };
-        Ok::<_, Infallible>(extent)
-    });
-    define(&mut module, range_id, func).map_err(|e| error(None, &e))?;
+    let signature = stmt_signature(call_conv);
+    let Ok((func, extent)) =
+        build_function(name, signature, config, |b, [src, dst, start, end]| {
+            let extent = match outer {
+                Some(extent) => {
+                    // Entry 0, the one unit, clamps `end` to its extent itself.
+                    let kernel_fn = module.declare_func_in_func(kernel_id, b.func);
+                    let entry = b.ins().iconst(types::I64, 0);
+                    b.ins().call(kernel_fn, &[src, dst, entry, start, end]);
+                    extent
+                }
+                None => {
+                    // The one iteration, 0, is in [start, end) when start == 0 < end.
+                    let whole = module.declare_func_in_func(whole_id, b.func);
+                    let zero = b.ins().icmp_imm_u(IntCC::Equal, start, 0);
+                    let positive = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, end, 0);
+                    let run = b.ins().band(zero, positive);
+                    let call = b.create_block();
+                    let exit = b.create_block();
+                    b.ins().brif(run, call, &[], exit, &[]);
+                    b.switch_to_block(call);
+                    b.ins().call(whole, &[src, dst]);
+                    b.ins().jump(exit, &[]);
+                    b.switch_to_block(exit);
+                    1
+                }
+            };
+            Ok::<_, Infallible>(extent)
+        });
+    define(&mut module, range_id, func).map_err(|e| error(&e))?;
 
     // The helpers the statements import: the program gets them from librelayout_capi.
     let imported: Vec<String> = module
@@ -210,7 +179,7 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
         .into_iter()
         .filter(|h| imported.iter().any(|n| n == h.symbol()))
         .collect();
-    let object = module.finish().emit().map_err(|e| error(None, &e))?;
+    let object = module.finish().emit().map_err(|e| error(&e))?;
     Ok(AotObject {
         symbol: symbol.to_string(),
         object,
@@ -219,29 +188,6 @@ pub fn aot_object(kernel: &LoopKernel, symbol: &str) -> Result<AotObject, JitErr
         src: kernel.src.clone(),
         dst: kernel.dst.clone(),
     })
-}
-
-/// References to every statement function from the function `b` builds.
-fn stmt_refs(module: &mut ObjectModule, ids: &[FuncId], b: &mut FunctionBuilder) -> Vec<FuncRef> {
-    ids.iter()
-        .map(|&id| module.declare_func_in_func(id, b.func))
-        .collect()
-}
-
-/// `for i in start..end { for m in members { m(src, dst, i, i + 1) } }`, leaving the builder
-/// after the loop.
-fn emit_band_loop(
-    b: &mut FunctionBuilder,
-    members: &[FuncRef],
-    [src, dst, start, end]: [Value; 4],
-) {
-    let band = IndexLoop::open(b, start, end);
-    let i = band.index;
-    let next = b.ins().iadd_imm_u(i, 1);
-    for &m in members {
-        b.ins().call(m, &[src, dst, i, next]);
-    }
-    band.close(b, next);
 }
 
 /// Compiles and defines an entry point; the error is Cranelift's, as text.

@@ -10,7 +10,7 @@
 use crate::{isa, module, JitError};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::Context;
-use relayout_codegen::{translate_stmt, TextImports};
+use relayout_codegen::{kernel_comments, translate_kernel_fn, TextImports};
 use relayout_ir::LoopKernel;
 use std::fmt::Write;
 
@@ -32,8 +32,9 @@ pub enum Listing {
 /// `disas` feature, which links capstone (a C library, built with the system's C compiler).
 pub const HAS_DISASSEMBLER: bool = cfg!(feature = "disas");
 
-/// The machine code of every statement's function as text, in statement order, each preceded
-/// by the statement it implements as `;` comment lines and by its function name.
+/// The machine code of the kernel's function (the one the JIT compiles) as text, preceded by
+/// the kernel's schedule as `;` comment lines (`relayout_codegen::kernel_comments`) and by
+/// the function's name and size.
 ///
 /// The kernel is verified first, as [`CompiledKernel::compile`](crate::CompiledKernel::compile)
 /// does. [`Listing::Asm`] in a build without the disassembler is
@@ -60,8 +61,8 @@ pub const HAS_DISASSEMBLER: bool = cfg!(feature = "disas");
 ///     }],
 /// };
 /// let text = machine_code_text(&kernel, Listing::VCode)?;
-/// assert!(text.starts_with("; copy 1 bytes"));
-/// assert!(text.contains("function %t_0"));
+/// assert!(text.contains(";   copy 1 bytes"));
+/// assert!(text.contains("function %t: "));
 /// assert!(text.contains("ret"));
 /// # Ok::<(), relayout_jit::JitError>(())
 /// ```
@@ -72,49 +73,34 @@ pub fn machine_code_text(kernel: &LoopKernel, listing: Listing) -> Result<String
     // The listing shows code that the JIT would run, so it is held to the same rule.
     module::verify(kernel)?;
     let isa = isa::host_for_listing()?;
-    let mut out = String::new();
-    for (index, stmt) in kernel.stmts.iter().enumerate() {
-        let func = translate_stmt(kernel, index, isa.frontend_config(), &mut TextImports)?;
-        let name = func.name.to_string();
-        let mut ctx = Context::for_function(func);
-        ctx.set_disasm(listing == Listing::VCode);
-        ctx.compile(&*isa, &mut ControlPlane::default())
-            .map_err(|e| JitError::Compile {
-                kernel: kernel.name.clone(),
-                stmt: Some(index),
-                message: format!("{:?}", e.inner),
-            })?;
-        let code = ctx.compiled_code().ok_or_else(|| JitError::Compile {
-            kernel: kernel.name.clone(),
-            stmt: Some(index),
-            message: "Cranelift returned no code".into(),
-        })?;
-        let text = match listing {
-            Listing::VCode => code.vcode.clone().unwrap_or_default(),
-            Listing::Asm => {
-                disassemble(code, &*isa, &ctx.func.params).map_err(|message| JitError::Compile {
-                    kernel: kernel.name.clone(),
-                    stmt: Some(index),
-                    message,
-                })?
-            }
-        };
-        if index > 0 {
-            out.push('\n');
-        }
-        for line in stmt.to_string().lines() {
-            // Writing to a String cannot fail.
-            let _ = writeln!(out, "; {}", line.trim_start());
-        }
-        let _ = writeln!(
-            out,
-            "function {name}: {} bytes of machine code",
-            code.code_buffer().len()
-        );
-        out.push_str(&text);
-        if !text.ends_with('\n') {
-            out.push('\n');
-        }
+    let func = translate_kernel_fn(kernel, &[], isa.frontend_config(), &mut TextImports)?;
+    let name = func.name.to_string();
+    let compile_error = |message: String| JitError::Compile {
+        kernel: kernel.name.clone(),
+        stmt: None,
+        message,
+    };
+    let mut ctx = Context::for_function(func);
+    ctx.set_disasm(listing == Listing::VCode);
+    ctx.compile(&*isa, &mut ControlPlane::default())
+        .map_err(|e| compile_error(format!("{:?}", e.inner)))?;
+    let code = ctx
+        .compiled_code()
+        .ok_or_else(|| compile_error("Cranelift returned no code".into()))?;
+    let text = match listing {
+        Listing::VCode => code.vcode.clone().unwrap_or_default(),
+        Listing::Asm => disassemble(code, &*isa, &ctx.func.params).map_err(compile_error)?,
+    };
+    let mut out = kernel_comments(kernel);
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "function {name}: {} bytes of machine code",
+        code.code_buffer().len()
+    );
+    out.push_str(&text);
+    if !text.ends_with('\n') {
+        out.push('\n');
     }
     Ok(out)
 }
