@@ -10,7 +10,7 @@ use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Function, InstBuilder, Signature, UserFuncName, Value,
+    types, AbiParam, Block, Function, InstBuilder, Signature, UserFuncName, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -158,31 +158,8 @@ fn translate_entries(
             let count = units.len() + variants.len();
             let blocks: Vec<_> = (0..count).map(|_| b.create_block()).collect();
             let exit = b.create_block();
-            let dispatch = b.create_block();
             let all = b.ins().icmp_imm_u(IntCC::Equal, which, RUN_ALL as i64);
-            match blocks.first() {
-                Some(&first) if !units.is_empty() => b.ins().brif(all, first, &[], dispatch, &[]),
-                // Nothing to run all of: `RUN_ALL` is out of the table's range.
-                _ => b.ins().jump(dispatch, &[]),
-            };
-            b.switch_to_block(dispatch);
-            let table: Vec<_> = blocks
-                .iter()
-                .map(|&block| b.func.dfg.block_call(block, &[]))
-                .collect();
-            let default = b.func.dfg.block_call(exit, &[]);
-            let jt = b
-                .func
-                .create_jump_table(cranelift_codegen::ir::JumpTableData::new(default, &table));
-            // `br_table` takes a 32-bit index: larger entries go to the default.
-            let small = b
-                .ins()
-                .icmp_imm_u(IntCC::UnsignedLessThan, which, count as i64);
-            let in_table = b.create_block();
-            b.ins().brif(small, in_table, &[], exit, &[]);
-            b.switch_to_block(in_table);
-            let index32 = b.ins().ireduce(types::I32, which);
-            b.ins().br_table(index32, jt);
+            emit_dispatch(b, which, all, &blocks, units.len(), exit);
 
             for (k, &block) in blocks.iter().enumerate() {
                 b.switch_to_block(block);
@@ -239,6 +216,76 @@ fn translate_entries(
         },
     )?;
     Ok(func)
+}
+
+/// Entries of a kernel function up to this many are found by comparisons, more by a jump
+/// table. A table's edges (split where their target has other predecessors) cost Cranelift
+/// more blocks than a few compares.
+const COMPARED_ENTRIES: usize = 4;
+
+/// Branches from the function's entry block to `blocks[which]`, or to `blocks[0]` when `all`
+/// (`which` is [`RUN_ALL`] and the first `units` blocks are units, which run-all runs in
+/// order), or to `exit` when `which` is out of range.
+fn emit_dispatch(
+    b: &mut FunctionBuilder,
+    which: Value,
+    all: Value,
+    blocks: &[Block],
+    units: usize,
+    exit: Block,
+) {
+    if blocks.is_empty() {
+        // A kernel without statements (an empty tensor).
+        b.ins().jump(exit, &[]);
+        return;
+    }
+    let first = blocks.first().copied().filter(|_| units > 0);
+    if let (Some(first), 1) = (first, blocks.len()) {
+        // One entry, which run-all runs too.
+        let zero = b.ins().icmp_imm_u(IntCC::Equal, which, 0);
+        let run = b.ins().bor(all, zero);
+        b.ins().brif(run, first, &[], exit, &[]);
+        return;
+    }
+    let dispatch = b.create_block();
+    match first {
+        Some(first) => b.ins().brif(all, first, &[], dispatch, &[]),
+        // Nothing to run all of: `RUN_ALL` is out of range.
+        None => b.ins().jump(dispatch, &[]),
+    };
+    b.switch_to_block(dispatch);
+    if blocks.len() <= COMPARED_ENTRIES {
+        for (k, &block) in blocks.iter().enumerate() {
+            let is_k = b.ins().icmp_imm_u(IntCC::Equal, which, k as i64);
+            let next = if k + 1 < blocks.len() {
+                b.create_block()
+            } else {
+                exit
+            };
+            b.ins().brif(is_k, block, &[], next, &[]);
+            if next != exit {
+                b.switch_to_block(next);
+            }
+        }
+        return;
+    }
+    let table: Vec<_> = blocks
+        .iter()
+        .map(|&block| b.func.dfg.block_call(block, &[]))
+        .collect();
+    let default = b.func.dfg.block_call(exit, &[]);
+    let jt = b
+        .func
+        .create_jump_table(cranelift_codegen::ir::JumpTableData::new(default, &table));
+    // `br_table` takes a 32-bit index: larger entries go to the default.
+    let small = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedLessThan, which, blocks.len() as i64);
+    let in_table = b.create_block();
+    b.ins().brif(small, in_table, &[], exit, &[]);
+    b.switch_to_block(in_table);
+    let index32 = b.ins().ireduce(types::I32, which);
+    b.ins().br_table(index32, jt);
 }
 
 /// One statement's range, as [`translate_stmt`] runs it; leaves the builder in a block that

@@ -1065,4 +1065,62 @@ mod tests {
             }
         }
     }
+
+    /// Every way of calling a kernel function's entries, for kernels of 0 to 7 units (one
+    /// entry, a few found by comparisons, more by a table): run-all runs every unit, entry `e`
+    /// only unit `e`, and an entry out of range (also one whose low 32 bits are in range)
+    /// nothing.
+    #[test]
+    fn kernel_function_entries_run_their_unit_and_nothing_else() {
+        use relayout_ir::{DType, TensorType};
+        for units in 0..8u64 {
+            // Statement k copies byte k, without loops.
+            let stmts = (0..units)
+                .map(|k| LoopStmt {
+                    action: LoopAction::Copy,
+                    bytes: 1,
+                    src_offset: k as i64,
+                    dst_offset: k as i64,
+                    loops: Vec::new(),
+                })
+                .collect();
+            let kernel = LoopKernel {
+                name: "entries".into(),
+                src: TensorType::new(DType::U8, [8]),
+                dst: TensorType::new(DType::U8, [8]),
+                stmts,
+                bands: Vec::new(),
+            };
+            verify(&kernel).unwrap();
+            let linked = link(&kernel, &[], true, &mut |_, _| ()).unwrap();
+            let src: Vec<u8> = (1..=8).collect();
+            let run = |entry: u64, start: u64, end: u64| {
+                let mut dst = vec![0u8; 8];
+                // SAFETY: the buffers have the kernel's sizes and do not overlap.
+                unsafe { (linked.entry)(src.as_ptr(), dst.as_mut_ptr(), entry, start, end) };
+                dst
+            };
+            let only = |k: u64| -> Vec<u8> {
+                (0..8u64)
+                    .map(|i| if i == k { src[i as usize] } else { 0 })
+                    .collect()
+            };
+            let all: Vec<u8> = (0..8u64)
+                .map(|i| if i < units { src[i as usize] } else { 0 })
+                .collect();
+            assert_eq!(run(RUN_ALL, 0, u64::MAX), all, "{units} units, run-all");
+            for e in 0..units {
+                assert_eq!(run(e, 0, 1), only(e), "{units} units, entry {e}");
+                // A statement without loops runs only when start < end.
+                assert_eq!(
+                    run(e, 1, 1),
+                    vec![0; 8],
+                    "{units} units, entry {e}, empty range"
+                );
+            }
+            for e in [units, units + 1, 1 << 32, (1 << 32) + 1, RUN_ALL - 1] {
+                assert_eq!(run(e, 0, 1), vec![0; 8], "{units} units, entry {e}");
+            }
+        }
+    }
 }
