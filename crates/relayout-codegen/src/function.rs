@@ -163,7 +163,14 @@ fn translate_entries(
 
             for (k, &block) in blocks.iter().enumerate() {
                 b.switch_to_block(block);
-                let done = b.create_block();
+                // Run-all goes on to the next unit; the variants are never part of it. An
+                // entry with no next unit is done at the exit.
+                let next = blocks.get(k + 1).copied().filter(|_| k + 1 < units.len());
+                let done = if next.is_some() {
+                    b.create_block()
+                } else {
+                    exit
+                };
                 let args = [src, dst, start, end];
                 match (units.get(k), variants.get(k.wrapping_sub(units.len()))) {
                     (Some(&Unit::Stmt(i)), _) => {
@@ -194,15 +201,9 @@ fn translate_entries(
                     (None, None) => unreachable!("one block per entry"),
                 }
                 b.ins().jump(done, &[]);
-                b.switch_to_block(done);
-                // Run-all goes on to the next unit; the variants are never part of it.
-                match blocks.get(k + 1) {
-                    Some(&next) if k + 1 < units.len() => {
-                        b.ins().brif(all, next, &[], exit, &[]);
-                    }
-                    _ => {
-                        b.ins().jump(exit, &[]);
-                    }
+                if let Some(next) = next {
+                    b.switch_to_block(done);
+                    b.ins().brif(all, next, &[], exit, &[]);
                 }
             }
             b.switch_to_block(exit);
