@@ -162,17 +162,17 @@ fn streams(k: &LoopKernel, index: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{text_target_config, translate_kernel, TextImports};
+    use crate::{text_target_config, translate_stmt, TextImports};
     use relayout_ir::parse_loop_kernel;
 
     /// Every statement's description against its generated CLIF.
     fn check(text: &str) -> Vec<String> {
         let k = parse_loop_kernel(text).unwrap();
-        let funcs = translate_kernel(&k, text_target_config(), &mut TextImports).unwrap();
         (0..k.stmts.len())
             .map(|i| {
                 let what = describe(&k, i).unwrap();
-                let clif = funcs[i].display().to_string();
+                let func = translate_stmt(&k, i, text_target_config(), &mut TextImports).unwrap();
+                let clif = func.display().to_string();
                 assert_eq!(
                     what.contains("shuffle"),
                     clif.contains(" shuffle "),

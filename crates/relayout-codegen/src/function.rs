@@ -437,17 +437,6 @@ fn src_bytes_inside(stmt: &LoopStmt, depth: usize, src_bytes: u64) -> u64 {
     shift.map_or(0, |shift| src_bytes.saturating_sub(shift))
 }
 
-/// Translates every statement of `kernel`, in order.
-pub fn translate_kernel(
-    kernel: &LoopKernel,
-    config: TargetFrontendConfig,
-    imports: &mut dyn Imports,
-) -> Result<Vec<Function>, CodegenError> {
-    (0..kernel.stmts.len())
-        .map(|i| translate_stmt(kernel, i, config, imports))
-        .collect()
-}
-
 /// Translates statement `index` of `kernel` into a function named `%<kernel>_<index>` (the
 /// kernel name with characters other than ASCII letters, digits and `_` replaced by `_`).
 pub fn translate_stmt(

@@ -56,8 +56,8 @@ pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use describe::describe;
 pub use error::CodegenError;
 pub use function::{
-    build_function, kernel_signature, stmt_signature, streamed_kernel, translate_kernel,
-    translate_kernel_fn, translate_stmt, translate_variants_fn, StreamedRuns, RUN_ALL,
+    build_function, kernel_signature, stmt_signature, streamed_kernel, translate_kernel_fn,
+    translate_stmt, translate_variants_fn, StreamedRuns, RUN_ALL,
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
