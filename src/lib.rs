@@ -20,9 +20,10 @@
 //! 3. **Linearisation and loop passes**: the kernel becomes a *loop kernel*
 //!    ([`ir::LoopKernel`]): per statement, a loop nest with byte strides that moves a
 //!    contiguous run of bytes at each point ([`Stages::loops`]).
-//! 4. **Code generation**: after the verifier has proven every access in bounds, each loop
-//!    nest becomes one Cranelift function ([`clif_text`]), which Cranelift compiles to machine
-//!    code for this machine ([`vcode_text`], [`asm_text`]).
+//! 4. **Code generation**: after the verifier has proven every access in bounds, the loop
+//!    kernel becomes one Cranelift function, with an entry per statement or fused band
+//!    ([`clif_text`]), which Cranelift compiles to machine code for this machine
+//!    ([`vcode_text`], [`asm_text`]).
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
 //! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be fused into
@@ -298,8 +299,9 @@ pub fn lower(op: &Op, input: &TensorType) -> Result<Stages, Error> {
     })
 }
 
-/// The Cranelift IR of every function of a loop kernel, as text: one function per statement,
-/// each preceded by the statement as `;` comments. The text is the same on every machine (it
+/// The Cranelift IR of a loop kernel's function (the one the JIT compiles), as text, after the
+/// kernel's schedule as `;` comments: what each entry runs, and what code generation made of
+/// each statement ([`codegen_notes`]). The text is the same on every machine (it
 /// is generated for a fixed 64-bit System V target), so it is fit for snapshot tests.
 pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
     Ok(relayout_codegen::clif_text(loops)?)
@@ -307,7 +309,7 @@ pub fn clif_text(loops: &LoopKernel) -> Result<String, Error> {
 
 /// One line per statement of `loops` on what code generation makes of it: 16-byte shuffle
 /// blocks, streaming stores, vector runs, libc calls or scalar moves (what `relayout lower
-/// --emit clif` prints as a `; codegen:` comment above each function).
+/// --emit clif` prints as a `; codegen:` comment under each statement).
 ///
 /// ```
 /// use relayout::ir::{DType, TensorType};
@@ -325,7 +327,7 @@ pub fn codegen_notes(loops: &LoopKernel) -> Vec<String> {
         .collect()
 }
 
-/// Cranelift's listing of the machine instructions each function of a loop kernel compiles
+/// Cranelift's listing of the machine instructions the function of a loop kernel compiles
 /// to on this machine (its VCode, after register allocation): real registers and mnemonics in
 /// Cranelift's notation, available in every build. See [`asm_text`] for the disassembly.
 pub fn vcode_text(loops: &LoopKernel) -> Result<String, Error> {
@@ -335,7 +337,7 @@ pub fn vcode_text(loops: &LoopKernel) -> Result<String, Error> {
     )?)
 }
 
-/// The disassembly (AT&T syntax, by capstone) of the machine code each function of a loop
+/// The disassembly (AT&T syntax, by capstone) of the machine code the function of a loop
 /// kernel compiles to on this machine: the instructions [`CompiledOp::run`] executes, with
 /// calls shown as relocations.
 ///
@@ -365,7 +367,7 @@ pub fn asm_text(loops: &LoopKernel) -> Result<String, Error> {
 /// Compiles `op` for `input` ahead of time into an object file for this machine that defines
 /// `symbol(src, dst)` and `symbol_range(src, dst, start, end)` (what `relayout aot` writes).
 /// The loop IR is the one [`compile`] would JIT, verified before any code is generated, and
-/// each statement is translated by the same code generator; [`AotObject::header`] gives the
+/// it becomes the same function the JIT compiles; [`AotObject::header`] gives the
 /// C header, and [`AotObject::helpers`] the helpers the program must get from
 /// librelayout_capi (none for most kernels).
 ///

@@ -138,11 +138,11 @@ pub enum Emit {
     Index,
     /// The final loop IR.
     Loop,
-    /// The Cranelift IR of every generated function.
+    /// The Cranelift IR of the kernel's function, after its schedule.
     Clif,
-    /// Cranelift's listing of the machine instructions of every function (VCode), in any build.
+    /// Cranelift's listing of the machine instructions of the kernel's function (VCode), in any build.
     Vcode,
-    /// The disassembly of the machine code of every function; needs a build with `--features disas`.
+    /// The disassembly of the machine code of the kernel's function; needs a build with `--features disas`.
     Asm,
 }
 
