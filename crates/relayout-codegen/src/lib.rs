@@ -63,7 +63,7 @@ pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
-use relayout_ir::{LoopKernel, Unit};
+use relayout_ir::LoopKernel;
 use std::fmt::Write;
 
 /// The target configuration used by [`clif_text`]: 64-bit pointers and the System V calling
@@ -103,35 +103,9 @@ pub fn kernel_comments(k: &LoopKernel) -> String {
     );
     for (e, unit) in k.units().into_iter().enumerate() {
         let _ = writeln!(out, "; entry {e}:");
-        let text = k.unit_text(unit);
-        let note = |out: &mut String, i: usize, indent: &str| {
-            if let Some(note) = describe(k, i) {
-                let _ = writeln!(out, ";   {indent}codegen: {note}");
-            }
-        };
-        match unit {
-            Unit::Stmt(i) => {
-                for line in text.lines() {
-                    let _ = writeln!(out, ";   {line}");
-                }
-                note(&mut out, i, "");
-            }
-            Unit::Band(band) => {
-                // Each member's note under its lines: a member starts at a line indented by
-                // two spaces exactly (its `for` line is indented further), and the band ends
-                // with `}`.
-                let mut member = band.first;
-                let mut started = false;
-                for line in text.lines() {
-                    let starts = line.starts_with("  ") && !line.starts_with("   ");
-                    if (starts || line == "}") && started {
-                        note(&mut out, member, "  ");
-                        member += 1;
-                    }
-                    started |= starts;
-                    let _ = writeln!(out, ";   {line}");
-                }
-            }
+        let text = k.unit_text_with(unit, |i| describe(k, i).map(|n| format!("codegen: {n}")));
+        for line in text.lines() {
+            let _ = writeln!(out, ";   {line}");
         }
     }
     out

@@ -310,13 +310,29 @@ impl LoopKernel {
     /// statement (its `for` line below it), or a band as `fused for i0 in 0 to 256 {`, its
     /// members indented by two spaces, and `}`.
     pub fn unit_text(&self, unit: Unit) -> String {
+        self.unit_text_with(unit, |_| None)
+    }
+
+    /// [`LoopKernel::unit_text`] with `note(i)`, when it is some, as a line under statement
+    /// `i`, indented like the statement (what a listing says about each statement).
+    pub fn unit_text_with(&self, unit: Unit, note: impl Fn(usize) -> Option<String>) -> String {
         let dtype = self.dst.dtype;
+        let mut body = String::new();
+        // Writing to a String cannot fail.
+        let stmt = |body: &mut String, i: usize, indent: &str| {
+            for line in InKernel(&self.stmts[i], dtype).to_string().lines() {
+                let _ = writeln!(body, "{indent}{line}");
+            }
+            if let Some(note) = note(i) {
+                let _ = writeln!(body, "{indent}{note}");
+            }
+        };
         match unit {
-            Unit::Stmt(i) => InKernel(&self.stmts[i], dtype).to_string(),
+            Unit::Stmt(i) => stmt(&mut body, i, ""),
             Unit::Band(band) => {
                 // The shared loops, as the members' own loop lists spell them (the parser
                 // checks that they agree).
-                let mut body = String::from("fused for ");
+                body.push_str("fused for ");
                 for (i, l) in self.stmts[band.first].loops[..band.depth]
                     .iter()
                     .enumerate()
@@ -324,19 +340,20 @@ impl LoopKernel {
                     if i > 0 {
                         body.push_str(", ");
                     }
-                    // Writing to a String cannot fail.
                     let _ = write!(body, "i{i} in 0 to {}", l.extent);
                 }
                 body.push_str(" {\n");
-                for s in &self.stmts[band.members()] {
-                    for line in InKernel(s, dtype).to_string().lines() {
-                        let _ = writeln!(body, "  {line}");
-                    }
+                for i in band.members() {
+                    stmt(&mut body, i, "  ");
                 }
                 body.push('}');
-                body
             }
         }
+        // A statement's text ends with its last line, as `Display` prints it.
+        if body.ends_with('\n') {
+            body.pop();
+        }
+        body
     }
 }
 
