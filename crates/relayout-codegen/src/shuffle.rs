@@ -88,9 +88,10 @@ enum Slot {
 type Lanes = [Slot; V];
 
 /// A half-result of the search: a vector made from one or two source vectors by at most one
-/// shuffle, what its lanes hold, and its cost in instructions. Plain data: the search
-/// combines and discards thousands of these, and building a tree (allocations) for each was
-/// most of a transpose's compile time; [`Half::node`] builds one for the winner only.
+/// shuffle, and its cost in instructions. Plain data: the search combines and discards
+/// thousands of these, and building a tree (allocations) for each was most of a transpose's
+/// compile time; [`Half::node`] builds one for the winner only. What its lanes hold follows
+/// from the mask ([`Half::lanes`]) and is not stored, which keeps a candidate small to copy.
 #[derive(Clone, Copy, Debug)]
 struct Half {
     /// The source vectors shuffled (`a == b` for a one-source shuffle).
@@ -98,11 +99,21 @@ struct Half {
     b: usize,
     /// `None`: source `a` as loaded.
     mask: Option<[u8; V]>,
-    lanes: Lanes,
     cost: u32,
 }
 
 impl Half {
+    /// What its lanes hold.
+    fn lanes(&self) -> Lanes {
+        match self.mask {
+            None => source_lanes(self.a),
+            Some(mask) => std::array::from_fn(|p| match mask[p] as usize {
+                i if i < V => Slot::Byte(self.a, i),
+                i => Slot::Byte(self.b, i - V),
+            }),
+        }
+    }
+
     fn node(&self) -> Rc<Node> {
         let src = |s| Rc::new(Node::Src(s));
         match self.mask {
@@ -143,12 +154,13 @@ pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
             .map(Some),
     );
     let mut best: Option<(u64, u64, Plan)> = None;
+    let mut built = Built::default();
     for f in factors {
         for x in 0..stmt.loops.len() {
             if Some(x) == f || stmt.loops[x].extent < tile {
                 continue;
             }
-            let Some((plan, cost)) = block(stmt, x, f, tile, src_bytes) else {
+            let Some((plan, cost)) = block(stmt, x, f, tile, src_bytes, &mut built) else {
                 continue;
             };
             let extent = stmt.loops[x].extent;
@@ -170,6 +182,22 @@ pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
     best.filter(|(c, _, _)| *c < scalar).map(|(_, _, p)| p)
 }
 
+/// The destination vectors [`build`] has searched for while planning one statement, with its
+/// answer. Different choices of the lane and factor loops often ask for the same vectors (a
+/// small transpose: 27 searches of 9 distinct vectors), and the searches are most of the
+/// planning time. The key is each lane's [`slot_index`], which fits a byte.
+#[derive(Default)]
+struct Built(HashMap<[u8; V], Option<(Node, u32)>>);
+
+impl Built {
+    /// [`build`] of `target`, searched once per distinct target. Only for blocks of at most
+    /// [`MAX_VECTORS`] source vectors, as [`build`] itself.
+    fn build(&mut self, target: &Lanes) -> Option<(Node, u32)> {
+        let key = target.map(|slot| slot_index(slot) as u8);
+        self.0.entry(key).or_insert_with(|| build(target)).clone()
+    }
+}
+
 /// The block of loops `x` (tiled by `tile`) and `f` (if any), if its writes are whole vectors,
 /// its vector loads are proven inside the source of `src_bytes` bytes, and each destination
 /// vector draws on few enough source vectors, with its cost in 64ths of an instruction: one
@@ -182,6 +210,7 @@ fn block(
     f: Option<usize>,
     tile: u64,
     src_bytes: u64,
+    built: &mut Built,
 ) -> Option<(Plan, u64)> {
     let lx = &stmt.loops[x];
     let lf = factor_loop(stmt, f);
@@ -214,7 +243,8 @@ fn block(
     };
     let mut best: Option<(Plan, u64)> = None;
     for (src_vectors, skipped) in placements {
-        let Some((plan, cost)) = block_from(x, f, tile, (&src, &dst), src_vectors, &dst_vectors)
+        let Some((plan, cost)) =
+            block_from((x, f, tile), (&src, &dst), src_vectors, &dst_vectors, built)
         else {
             continue;
         };
@@ -240,14 +270,13 @@ fn factor_loop(stmt: &LoopStmt, f: Option<usize>) -> Loop {
 
 /// The block whose bytes `src` and `dst` (offsets from the block's addresses, in the same
 /// order) are read from `src_vectors` and written as `dst_vectors`, with its cost (see
-/// [`block`]).
+/// [`block`]), its destination vectors built by `built` (loops `x` and `f`, X tiled by `tile`).
 fn block_from(
-    x: usize,
-    f: Option<usize>,
-    tile: u64,
+    (x, f, tile): (usize, Option<usize>, u64),
     (src, dst): (&[i64], &[i64]),
     src_vectors: Vec<i64>,
     dst_vectors: &[i64],
+    built: &mut Built,
 ) -> Option<(Plan, u64)> {
     if src_vectors.len() > MAX_NETWORK {
         return None;
@@ -260,18 +289,18 @@ fn block_from(
         targets[dv][dl] = Slot::Byte(sv, sl);
     }
     let mut shuffles = 0;
-    let mut built = Vec::with_capacity(dst_vectors.len());
-    if let Some((nodes, cost)) = transpose_network(&targets, src_vectors.len()) {
+    let mut nodes = Vec::with_capacity(dst_vectors.len());
+    if let Some((network, cost)) = transpose_network(&targets, src_vectors.len()) {
         shuffles = cost;
-        built.extend(dst_vectors.iter().copied().zip(nodes));
+        nodes.extend(dst_vectors.iter().copied().zip(network));
     } else {
         if src_vectors.len() > MAX_VECTORS {
             return None;
         }
         for (target, &offset) in targets.iter().zip(dst_vectors) {
-            let (node, cost) = build(target)?;
+            let (node, cost) = built.build(target)?;
             shuffles += u64::from(cost);
-            built.push((offset, node));
+            nodes.push((offset, node));
         }
     }
     let (loads, stores) = (src_vectors.len() as u64, dst_vectors.len() as u64);
@@ -282,7 +311,7 @@ fn block_from(
         f,
         tile,
         src_vectors,
-        dst_vectors: built,
+        dst_vectors: nodes,
         skipped: false,
     };
     Some((plan, cost))
@@ -425,7 +454,7 @@ fn build(target: &Lanes) -> Option<(Node, u32)> {
         // `half` offers the source as loaded too, which holds the bytes but maybe not in
         // their lanes: only a candidate with every needed byte in place is a result.
         let in_place = |c: &Half| {
-            c.lanes
+            c.lanes()
                 .iter()
                 .zip(target)
                 .all(|(have, want)| *want == Slot::Junk || have == want)
@@ -440,10 +469,10 @@ fn build(target: &Lanes) -> Option<(Node, u32)> {
     let (left, right) = (half(a, target), half(b, target));
     // This double loop is most of the compile time of an interleave kernel: look lanes up
     // in tables, and remember only the best pair so far.
-    let right_lanes: Vec<LaneTable> = right.iter().map(|r| lane_table(&r.lanes)).collect();
+    let right_lanes: Vec<LaneTable> = right.iter().map(|r| lane_table(&r.lanes())).collect();
     let mut best: Option<(&Half, &Half, [u8; V], u32)> = None;
     for l in &left {
-        let l_lanes = lane_table(&l.lanes);
+        let l_lanes = lane_table(&l.lanes());
         for (r, r_lanes) in right.iter().zip(&right_lanes) {
             // Even a one-instruction merge would not beat the best so far: skip the mask.
             if best.is_some_and(|(_, _, _, c)| l.cost + r.cost + 1 >= c) {
@@ -485,25 +514,29 @@ fn lane_table(lanes: &Lanes) -> LaneTable {
 
 /// Ways to hold every byte of `target` that comes from `sources` (one or two vectors).
 fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
-    let src_lanes = |s: usize| -> Lanes { std::array::from_fn(|l| Slot::Byte(s, l)) };
-    let mut out = Vec::new();
+    // One or, for two sources, both orders of the eight unpacks and a general shuffle.
+    let mut out = Vec::with_capacity(2 * UNPACKS.len() + 1);
     match *sources {
         [s] => {
             let whole = Half {
                 a: s,
                 b: s,
                 mask: None,
-                lanes: src_lanes(s),
                 cost: 0,
             };
-            if whole.lanes == *target {
+            if source_lanes(s) == *target {
                 // Already in place: the destination vector is the source vector.
                 return vec![whole];
             }
             out.push(whole);
             // A `pshufb` that puts the bytes of `target` the source holds into their lanes
             // (the other lanes keep their own byte, which is junk to the result).
-            out.push(shuffled(s, s, gather_mask(&whole.lanes, None, target), 1));
+            out.push(shuffled(
+                s,
+                s,
+                gather_mask(&source_lanes(s), None, target),
+                1,
+            ));
         }
         [s, t] => {
             for (x, y) in [(s, t), (t, s)] {
@@ -520,7 +553,7 @@ fn half(sources: &[usize], target: &Lanes) -> Vec<Half> {
                 }
             }
             // A general shuffle that puts the bytes of `target` they hold into their lanes.
-            let mask = gather_mask(&src_lanes(s), Some(&src_lanes(t)), target);
+            let mask = gather_mask(&source_lanes(s), Some(&source_lanes(t)), target);
             out.push(shuffled(s, t, mask, 3));
         }
         _ => {}
@@ -545,17 +578,17 @@ fn gather_mask(a: &Lanes, b: Option<&Lanes>, target: &Lanes) -> [u8; V] {
 
 /// `shuffle a b mask` of source vectors `a` and `b`, costing `cost` instructions.
 fn shuffled(a: usize, b: usize, mask: [u8; V], cost: u32) -> Half {
-    let lanes = std::array::from_fn(|p| match mask[p] as usize {
-        i if i < V => Slot::Byte(a, i),
-        i => Slot::Byte(b, i - V),
-    });
     Half {
         a,
         b,
         mask: Some(mask),
-        lanes,
         cost,
     }
+}
+
+/// The lanes of source vector `s` as loaded.
+fn source_lanes(s: usize) -> Lanes {
+    std::array::from_fn(|l| Slot::Byte(s, l))
 }
 
 /// The mask of the final step, lanes of `l` and `r` (given by their lane tables) into
