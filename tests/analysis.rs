@@ -435,12 +435,26 @@ fn the_ops_beyond_the_seeds_are_named() {
             bytes: 24,
         }
     );
-    assert!(matches!(
-        check_movement(
-            &pad(PadValue::float(1.0)),
-            &t(DType::F32, &[2, 3]),
-            &mut rng
+    // A pad of ones is no zero-padded block: a gather with one fill, of ones, which its line
+    // does not call a zero fill (the fill writes 12 bytes, the copy reads and writes 24).
+    let ones = check_movement(
+        &pad(PadValue::float(1.0)),
+        &t(DType::F32, &[2, 3]),
+        &mut rng,
+    );
+    assert!(
+        matches!(
+            ones,
+            Movement::Gather {
+                statements: 2,
+                fills: 1,
+                ..
+            }
         ),
-        Movement::Gather { .. }
-    ));
+        "{ones:?}"
+    );
+    assert_eq!(
+        ones.to_string(),
+        "gather: 2 loop statements (1 fill), 60 bytes moved"
+    );
 }

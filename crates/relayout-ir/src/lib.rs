@@ -16,7 +16,10 @@
 //!
 //! Both have one printer (`Display`, and `Debug` prints the same text) and one parser, which
 //! round-trip; a [`verify`] module that proves every access in bounds; and an [`interp`]reter
-//! on byte buffers that is the oracle for every stage after it.
+//! on byte buffers that is the oracle for every stage after it. Two analyses read loop IR for
+//! the crates above: [`dependence`] (what one iteration of a band writes and reads, and whether
+//! iterations are disjoint: fusion, threading and the verifier's band check) and [`movement`]
+//! (what a kernel does with the bytes, in a graph optimizer's terms).
 //!
 //! This crate knows nothing of ops, passes or Cranelift.
 
@@ -33,6 +36,7 @@ mod tensor;
 
 pub mod dependence;
 pub mod interp;
+pub mod movement;
 pub mod parse;
 pub mod print;
 pub mod verify;
@@ -43,6 +47,7 @@ pub use dtype::DType;
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
 pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit, MAX_SUM_TERMS};
+pub use movement::Movement;
 pub use parse::{parse_any, parse_kernel, parse_loop_kernel, ParseError};
 pub use scalar::Scalar;
 pub use tensor::{SizeOverflow, TensorType};
