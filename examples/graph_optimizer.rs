@@ -1,5 +1,5 @@
 //! What a graph optimizer asks relayout about a chain of layout ops: what each op does with
-//! the bytes (a view? a slice? a transpose? a gather?), and what fusing the chain saves.
+//! the bytes (a view? a slice? a transpose? a gather?), and what composing the chain saves.
 //!
 //! ```text
 //! cargo run --example graph_optimizer
@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Asks what each op of `chain` does, fuses it, and compares the traffic.
+/// Asks what each op of `chain` does, composes it into one kernel, and compares the traffic.
 fn optimize(
     title: &str,
     chain: &[Op],

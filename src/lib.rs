@@ -26,8 +26,9 @@
 //!    ([`vcode_text`], [`asm_text`]).
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
-//! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be fused into
-//! one index-map kernel before stage 2 ([`compile_chain`]). IR text, hand-written or printed
+//! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be composed
+//! into one index-map kernel before stage 2 ([`compile_chain`]; "fusion" means only the loop
+//! fusion of stage 3, `fuse-nests`). IR text, hand-written or printed
 //! by a pass ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is
 //! with [`compile_loops`].
 //!
@@ -103,8 +104,8 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 //!
-//! [`compile_chain`] fuses ops applied one after another into one kernel: one pass over the
-//! data and no intermediate tensor. The result is a [`FusedOp`], with the same methods:
+//! [`compile_chain`] composes ops applied one after another into one kernel: one pass over the
+//! data and no intermediate tensor. The result is a [`CompiledChain`], with the same methods:
 //!
 //! ```
 //! use relayout::ir::{DType, TensorType};
@@ -115,16 +116,16 @@
 //! let s2b = Op::SpaceToBatchNd { block_shape: vec![2, 2], paddings: vec![vec![1, 1]; 2] };
 //! let s2d = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
 //! let input = TensorType::new(DType::U8, [1, 6, 6, 1]);
-//! let fused = compile_chain(&[s2b, s2d], &input)?;
-//! assert_eq!(fused.output_type(), &TensorType::new(DType::U8, [4, 2, 2, 4]));
+//! let chain = compile_chain(&[s2b, s2d], &input)?;
+//! assert_eq!(chain.output_type(), &TensorType::new(DType::U8, [4, 2, 2, 4]));
 //!
 //! let src: Vec<u8> = (1..=36).collect();
-//! let out = fused.run_to_vec(&src)?;
+//! let out = chain.run_to_vec(&src)?;
 //! // Batch 0 holds the even rows and columns of the padded image, so its first output pixel
 //! // folds the padded image at (0, 0), (0, 2), (2, 0) and (2, 2): three zeros of padding,
 //! // then input (1, 1), which is 8.
 //! assert_eq!(&out[..4], &[0, 0, 0, 8]);
-//! println!("{}", fused.stages().loops);
+//! println!("{}", chain.stages().loops);
 //! # Ok::<(), relayout::Error>(())
 //! ```
 //!
@@ -143,9 +144,9 @@
 
 pub mod analysis;
 mod cache;
+pub mod chain;
 pub mod conformance;
 pub mod explain;
-pub mod fuse;
 mod op_syntax;
 mod runner;
 mod tensor_text;
@@ -153,10 +154,23 @@ mod timing;
 
 pub use analysis::Movement;
 pub use cache::{cache_len, set_cache_capacity, DEFAULT_CAPACITY};
-pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
-pub use fuse::{
-    compile_chain, compile_kernel, compile_loops, fuse_chain, CompiledLoops, FuseError, FusedOp,
+pub use chain::{
+    compile_chain, compile_kernel, compile_loops, compose_chain, ChainError, CompiledChain,
+    CompiledLoops,
 };
+pub use explain::{explain_svg, MAX_DRAWN_ELEMENTS};
+
+/// The name [`CompiledChain`] had before "fusion" came to mean only loop fusion (`fuse-nests`).
+#[deprecated(since = "0.1.0", note = "renamed `CompiledChain`")]
+pub type FusedOp = CompiledChain;
+/// The name [`ChainError`] had before "fusion" came to mean only loop fusion (`fuse-nests`).
+#[deprecated(since = "0.1.0", note = "renamed `ChainError`")]
+pub type FuseError = ChainError;
+/// The name [`compose_chain`] had before "fusion" came to mean only loop fusion (`fuse-nests`).
+#[deprecated(since = "0.1.0", note = "renamed `compose_chain`")]
+pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, ChainError> {
+    compose_chain(ops, input)
+}
 pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_codegen::Helper;
 /// The two IRs (index-map [`Kernel`], loop [`LoopKernel`]),
@@ -216,10 +230,10 @@ pub enum Error {
     /// IR text given to [`opt`] does not parse.
     #[error(transparent)]
     Parse(#[from] relayout_ir::ParseError),
-    /// [`compile_chain`] was given a chain it cannot fuse, or an op of the chain is invalid for
+    /// [`compile_chain`] was given a chain it cannot compose, or an op of the chain is invalid for
     /// the type the chain gives it ([`Error::category`] is then the op's category).
     #[error(transparent)]
-    Chain(#[from] FuseError),
+    Chain(#[from] ChainError),
 }
 
 /// Why [`opt`] or [`opt_with`] failed: the error, and the IR dumps printed before it (empty

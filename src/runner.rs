@@ -1,5 +1,5 @@
 //! The run methods shared by the compiled kernels ([`CompiledOp`](crate::CompiledOp),
-//! [`FusedOp`](crate::FusedOp) and [`CompiledLoops`](crate::CompiledLoops)): each public
+//! [`CompiledChain`](crate::CompiledChain) and [`CompiledLoops`](crate::CompiledLoops)): each public
 //! `run*` method forwards to a [`Runner`] over its kernel and output type, which runs the
 //! [`CompiledKernel`] and converts its errors into [`Error`]s.
 

@@ -1,6 +1,6 @@
 //! The kernel cache: a second request for the same op and input type returns the same compiled
 //! kernel, different op descriptions that simplify to the same loop kernel share machine code,
-//! fused chains share code the same way, and a capacity bounds what the cache keeps.
+//! composed chains share code the same way, and a capacity bounds what the cache keeps.
 
 use relayout::ir::{DType, TensorType};
 use relayout::{compile, compile_chain, compile_kernel, DataFormat, DepthToSpaceMode, Op};
@@ -38,8 +38,8 @@ fn cache_hits_sharing_and_eviction() {
     let other = compile(&op, &TensorType::new(DType::F32, [1, 8, 8, 4])).unwrap();
     assert!(!other.shares_code_with(&first));
 
-    // Fused chains go through the same cache: the same chain twice shares machine code, and
-    // so does a clone; a chain that fuses to a different kernel does not.
+    // Composed chains go through the same cache: the same chain twice shares machine code, and
+    // so does a clone; a chain that composes to a different kernel does not.
     let d2s = Op::DepthToSpace {
         block_size: 2,
         data_format: DataFormat::Nhwc,

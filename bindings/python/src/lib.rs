@@ -1,6 +1,6 @@
 //! The Python extension module `relayout._relayout`: relayout's compiler on numpy arrays.
 //!
-//! A [`Kernel`] is one compiled op (or fused chain) for one input shape and dtype. Calling it
+//! A [`Kernel`] is one compiled op (or composed chain) for one input shape and dtype. Calling it
 //! checks the arrays (dtype, shape, C order, writability, no overlap), then runs the machine
 //! code directly on their buffers with the GIL released: no copy on the way in or out.
 //!
@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use relayout::ir::{DType, TensorType};
-use relayout::{AttrValue, Attrs, CompiledOp, FusedOp, Movement, Op, Stages};
+use relayout::{AttrValue, Attrs, CompiledChain, CompiledOp, Movement, Op, Stages};
 
 pyo3::create_exception!(
     relayout,
@@ -260,10 +260,10 @@ fn as_ndarray<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>
 // ---------------------------------------------------------------------------------------------
 // kernels
 
-/// A compiled op or fused chain: the two facade types with the same methods.
+/// A compiled op or composed chain: the two facade types with the same methods.
 enum Compiled {
     Op(CompiledOp),
-    Chain(FusedOp),
+    Chain(CompiledChain),
 }
 
 impl Compiled {
@@ -321,7 +321,7 @@ fn op_text(name: &str, attrs: &Attrs) -> String {
     format!("{name} {{{}}}", items.join(", "))
 }
 
-/// A relayout op (or fused chain of ops) compiled to machine code for one input shape and
+/// A relayout op (or composed chain of ops) compiled to machine code for one input shape and
 /// dtype.
 ///
 /// Call it on an array: ``k(x)`` returns a new array of ``k.output_shape`` and ``k.dtype``;
@@ -816,9 +816,9 @@ fn apply<'py>(
     kernel.run_on(py, array.as_any(), out, threads)
 }
 
-/// Fuses ops applied one after another into one kernel and compiles it: one pass over the
+/// Composes ops applied one after another into one kernel and compiles it: one pass over the
 /// data, no intermediate array. ``ops`` is a list of ``(name, {attrs})`` pairs, op names, or
-/// ``"Name {attrs}"`` texts. Every op but Col2Im can be fused. Returns a :class:`Kernel`.
+/// ``"Name {attrs}"`` texts. Every op but Col2Im can be in a chain (Im2Col only last). Returns a :class:`Kernel`.
 ///
 /// Example::
 ///
@@ -866,18 +866,16 @@ fn compile_chain(
         chain.push(op);
         described.push((name, attrs));
     }
-    let fused = relayout::compile_chain(&chain, &input).map_err(|e| match e.category() {
+    let compiled = relayout::compile_chain(&chain, &input).map_err(|e| match e.category() {
         Some(category) => op_error(py, e.to_string(), Some(category)),
         None => match e {
             relayout::Error::Chain(
-                relayout::FuseError::EmptyChain | relayout::FuseError::NotFusable { .. },
-            ) => {
-                PyValueError::new_err(e.to_string())
-            }
+                relayout::ChainError::EmptyChain | relayout::ChainError::NotComposable { .. },
+            ) => PyValueError::new_err(e.to_string()),
             other => PyRuntimeError::new_err(other.to_string()),
         },
     })?;
-    Kernel::new(py, Compiled::Chain(fused), Description::Chain(described))
+    Kernel::new(py, Compiled::Chain(compiled), Description::Chain(described))
 }
 
 /// The op names relayout knows, as ``compile`` takes them.

@@ -254,7 +254,7 @@ def test_chain():
     assert e.value.category == "not_divisible" and "op 0" in str(e.value)
     with pytest.raises(ValueError, match="empty"):
         relayout.compile_chain([], shape=(1, 4, 4, 1), dtype="f32")
-    with pytest.raises(ValueError, match="cannot be fused"):
+    with pytest.raises(ValueError, match="cannot be composed"):
         relayout.compile_chain([("Col2Im", {"image_shape": [2, 2], "block_shape": [1, 1]})],
                                shape=(1, 1, 4), dtype="f32")
     with pytest.raises(TypeError, match=r"ops\[0\]"):

@@ -339,7 +339,7 @@ trait Runner {
     fn run_on(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), relayout::Error>;
 }
 
-impl Runner for relayout::FusedOp {
+impl Runner for relayout::CompiledChain {
     fn run_on(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), relayout::Error> {
         match threads {
             1 => self.run(src, dst),

@@ -22,7 +22,7 @@ class OpError(ValueError):
     category: Optional[str]
 
 class Kernel:
-    """An op (or fused chain) compiled to machine code for one input shape and dtype."""
+    """An op (or composed chain) compiled to machine code for one input shape and dtype."""
 
     def __call__(
         self,
@@ -91,7 +91,7 @@ def compile_chain(
     shape: Union[int, Sequence[int]],
     dtype: npt.DTypeLike,
 ) -> Kernel:
-    """Fuses ops applied one after another into one kernel and compiles it."""
+    """Composes ops applied one after another into one kernel and compiles it."""
 
 def op_names() -> list[str]:
     """The op names relayout knows."""

@@ -23,11 +23,11 @@ use relayout_jit::CompiledKernel;
 use relayout_passes::{Chain, ComposeError};
 use std::sync::Arc;
 
-/// Why a chain could not be fused.
+/// Why a chain could not be composed into one kernel.
 #[derive(Debug, thiserror::Error)]
-pub enum FuseError {
+pub enum ChainError {
     /// The chain has no op.
-    #[error("cannot fuse an empty chain of ops: give at least one")]
+    #[error("cannot compose an empty chain of ops: give at least one")]
     EmptyChain,
     /// The op at `index` is invalid for the type the chain gives it.
     #[error("op {index} of the chain ({op}) is invalid for its input {input}: {source}")]
@@ -43,8 +43,8 @@ pub enum FuseError {
     },
     /// The op at `index` cannot be composed with its neighbour: it accumulates (Col2Im), or
     /// it scatters (Im2Col) and another op reads its output.
-    #[error("op {index} of the chain ({op}) cannot be fused: {reason}")]
-    NotFusable {
+    #[error("op {index} of the chain ({op}) cannot be composed: {reason}")]
+    NotComposable {
         /// The op's position in the chain, from 0.
         index: usize,
         /// The op's name.
@@ -53,30 +53,30 @@ pub enum FuseError {
         reason: String,
     },
     /// The composed kernel fails verification: a bug in the composition, never in the input.
-    #[error("the fused kernel fails verification:\n{0}")]
+    #[error("the composed kernel fails verification:\n{0}")]
     Verify(VerifyError),
 }
 
-impl FuseError {
+impl ChainError {
     /// The conformance category of an invalid op in the chain (`not_divisible`, ...), or
     /// `None` for the other errors.
     pub fn category(&self) -> Option<&'static str> {
         match self {
-            FuseError::Op { source, .. } => Some(source.category()),
+            ChainError::Op { source, .. } => Some(source.category()),
             _ => None,
         }
     }
 }
 
-/// A fused chain of ops (or any index-map kernel) compiled for one input type: run it as often
-/// as you like, from any thread. The counterpart of [`CompiledOp`](crate::CompiledOp) for
+/// A chain of ops composed into one kernel (or any index-map kernel), compiled for one input
+/// type: run it as often as you like, from any thread. The counterpart of [`CompiledOp`](crate::CompiledOp) for
 /// kernels that are not one op. Cloning is cheap (the compiled code and the IR are shared).
 #[derive(Clone)]
-pub struct FusedOp {
-    inner: Arc<FusedInner>,
+pub struct CompiledChain {
+    inner: Arc<ChainInner>,
 }
 
-struct FusedInner {
+struct ChainInner {
     ops: Vec<Op>,
     stages: Stages,
     kernel: Arc<CompiledKernel>,
@@ -87,14 +87,14 @@ struct FusedInner {
 /// step of the composition (which keeps them small), and nothing else is simplified.
 ///
 /// Each op is validated against the type the previous op produces.
-pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
+pub fn compose_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, ChainError> {
     if ops.is_empty() {
-        return Err(FuseError::EmptyChain);
+        return Err(ChainError::EmptyChain);
     }
     let mut ty = input.clone();
     let mut chain: Option<Chain> = None;
     for (index, op) in ops.iter().enumerate() {
-        let kernel = op.lower(&ty).map_err(|source| FuseError::Op {
+        let kernel = op.lower(&ty).map_err(|source| ChainError::Op {
             index,
             op: op.name(),
             input: ty.clone(),
@@ -102,7 +102,7 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
         })?;
         let next_ty = kernel.dst.clone();
         chain = Some(match chain {
-            None => Chain::new(kernel).map_err(|e| not_fusable(ops, index, e))?,
+            None => Chain::new(kernel).map_err(|e| not_composable(ops, index, e))?,
             Some(before) => before.then(&kernel).map_err(|e| {
                 // The chain so far cannot feed the next op when its last op scatters or
                 // leaves elements unwritten: that op is the one to name.
@@ -112,7 +112,7 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
                     }
                     _ => index,
                 };
-                not_fusable(ops, blamed, e)
+                not_composable(ops, blamed, e)
             })?,
         });
         ty = next_ty;
@@ -122,14 +122,16 @@ pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, FuseError> {
         .map(|op| op.kernel_name())
         .collect::<Vec<_>>()
         .join("_then_");
-    let kernel = chain.map(Chain::into_kernel).ok_or(FuseError::EmptyChain)?;
+    let kernel = chain
+        .map(Chain::into_kernel)
+        .ok_or(ChainError::EmptyChain)?;
     Ok(Kernel { name, ..kernel })
 }
 
-fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
+fn not_composable(ops: &[Op], index: usize, e: ComposeError) -> ChainError {
     match e {
-        ComposeError::Verify(v) => FuseError::Verify(v),
-        other => FuseError::NotFusable {
+        ComposeError::Verify(v) => ChainError::Verify(v),
+        other => ChainError::NotComposable {
             index,
             op: ops[index].name(),
             reason: other.to_string(),
@@ -137,18 +139,18 @@ fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
     }
 }
 
-/// Fuses `ops`, applied one after another to a tensor of type `input`, into one kernel and
+/// Composes `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
 /// Every op but Col2Im can be in a chain, Im2Col only as the last op; see the
-/// [module documentation](self). A chain that cannot be fused is an [`Error::Chain`] that says
-/// why; simplifying or compiling the fused kernel fails with the same errors as
+/// [module documentation](self). A chain that cannot be composed is an [`Error::Chain`] that says
+/// why; simplifying or compiling the composed kernel fails with the same errors as
 /// [`compile`](crate::compile).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
 ///
-/// // DepthToSpace then SpaceToDepth with the same block is the identity: fused, nothing moves.
+/// // DepthToSpace then SpaceToDepth with the same block is the identity: composed, nothing moves.
 /// let d2s = Op::DepthToSpace {
 ///     block_size: 2,
 ///     data_format: DataFormat::Nhwc,
@@ -156,13 +158,13 @@ fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
 /// };
 /// let s2d = Op::SpaceToDepth { block_size: 2, data_format: DataFormat::Nhwc };
 /// let input = TensorType::new(DType::F32, [1, 2, 3, 8]);
-/// let fused = compile_chain(&[d2s, s2d], &input).unwrap();
-/// assert_eq!(fused.output_type(), &input);
-/// assert_eq!(fused.movement(), Movement::NoMovement);
+/// let chain = compile_chain(&[d2s, s2d], &input).unwrap();
+/// assert_eq!(chain.output_type(), &input);
+/// assert_eq!(chain.movement(), Movement::NoMovement);
 ///
 /// let src: Vec<f32> = (0..48).map(|i| i as f32).collect();
 /// let mut dst = vec![0.0f32; 48];
-/// fused.run_typed(&src, &mut dst).unwrap();
+/// chain.run_typed(&src, &mut dst).unwrap();
 /// assert_eq!(dst, src);
 ///
 /// // Col2Im sums overlapping blocks: it has no gather map to compose.
@@ -175,21 +177,21 @@ fn not_fusable(ops: &[Op], index: usize, e: ComposeError) -> FuseError {
 /// };
 /// let err = compile_chain(&[col2im], &TensorType::new(DType::F32, [1, 4, 4])).err().unwrap();
 /// assert!(err.to_string().contains("scatter-add"));
-/// assert!(matches!(err, relayout::Error::Chain(relayout::FuseError::NotFusable { index: 0, .. })));
+/// assert!(matches!(err, relayout::Error::Chain(relayout::ChainError::NotComposable { index: 0, .. })));
 /// ```
-pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<FusedOp, Error> {
-    let kernel = fuse_chain(ops, input)?;
-    compile_fused(ops.to_vec(), kernel)
+pub fn compile_chain(ops: &[Op], input: &TensorType) -> Result<CompiledChain, Error> {
+    let kernel = compose_chain(ops, input)?;
+    compile_composed(ops.to_vec(), kernel)
 }
 
 /// Simplifies, verifies and JIT-compiles any index-map kernel with the default pipeline, as
-/// [`compile`](crate::compile) does for one op. The result's [`FusedOp::ops`] is empty.
+/// [`compile`](crate::compile) does for one op. The result's [`CompiledChain::ops`] is empty.
 ///
 /// The machine code comes from the kernel cache when an equal loop kernel was compiled before
 /// (by this function, [`compile_chain`] or [`compile`](crate::compile)), so compiling the same
 /// chain twice generates code once.
-pub fn compile_kernel(kernel: Kernel) -> Result<FusedOp, Error> {
-    compile_fused(Vec::new(), kernel)
+pub fn compile_kernel(kernel: Kernel) -> Result<CompiledChain, Error> {
+    compile_composed(Vec::new(), kernel)
 }
 
 /// Compiles a loop kernel as it is, with no pass: hand-written loop IR, or what `relayout opt`
@@ -279,11 +281,11 @@ impl std::fmt::Debug for CompiledLoops {
     }
 }
 
-fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {
+fn compile_composed(ops: Vec<Op>, kernel: Kernel) -> Result<CompiledChain, Error> {
     let (optimized, loops) = relayout_passes::optimize_and_lower(&kernel)?;
     let compiled = crate::cache::code_for(&loops)?;
-    Ok(FusedOp {
-        inner: Arc::new(FusedInner {
+    Ok(CompiledChain {
+        inner: Arc::new(ChainInner {
             ops,
             stages: Stages {
                 lowered: kernel,
@@ -295,7 +297,7 @@ fn compile_fused(ops: Vec<Op>, kernel: Kernel) -> Result<FusedOp, Error> {
     })
 }
 
-impl FusedOp {
+impl CompiledChain {
     /// The ops of the chain, in the order they apply (empty for [`compile_kernel`]).
     pub fn ops(&self) -> &[Op] {
         &self.inner.ops
@@ -318,11 +320,11 @@ impl FusedOp {
 
     /// True when both run the same machine code: they simplified to the same loop kernel, and
     /// the second found the first's code in the kernel cache.
-    pub fn shares_code_with(&self, other: &FusedOp) -> bool {
+    pub fn shares_code_with(&self, other: &CompiledChain) -> bool {
         Arc::ptr_eq(&self.inner.kernel, &other.inner.kernel)
     }
 
-    /// What the fused kernel does with the bytes of its input; see [`Movement`].
+    /// What the composed kernel does with the bytes of its input; see [`Movement`].
     pub fn movement(&self) -> Movement {
         analysis::movement(&self.inner.stages.loops)
     }
@@ -380,9 +382,9 @@ impl FusedOp {
     }
 }
 
-impl std::fmt::Debug for FusedOp {
+impl std::fmt::Debug for CompiledChain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FusedOp")
+        f.debug_struct("CompiledChain")
             .field("ops", &self.inner.ops)
             .field("kernel", &self.inner.stages.lowered)
             .finish()

@@ -1,10 +1,10 @@
-//! Fused chains against the same ops run one after another through the JIT, on random data;
-//! identity chains that must simplify to nothing; and the chains that cannot be fused.
+//! Chains composed into one kernel against the same ops run one after another through the JIT, on random data;
+//! identity chains that must simplify to nothing; and the chains that cannot be composed.
 
 use relayout::ir::{DType, TensorType};
 use relayout::{
-    compile, compile_chain, fuse_chain, DataFormat, DepthToSpaceMode, Error, FuseError, Movement,
-    Op, PadMode, PadValue,
+    compile, compile_chain, compose_chain, ChainError, DataFormat, DepthToSpaceMode, Error,
+    Movement, Op, PadMode, PadValue,
 };
 
 #[path = "support/ops.rs"]
@@ -22,8 +22,8 @@ fn run_one_by_one(ops: &[Op], input: &TensorType, src: &[u8]) -> (TensorType, Ve
     (ty, data)
 }
 
-/// Fuses `ops`, checks it against running them one by one on random data (on one thread and
-/// on two), and returns the movement of the fused kernel.
+/// Composes `ops`, checks it against running them one by one on random data (on one thread and
+/// on two), and returns the movement of the composed kernel.
 fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
     let fused = compile_chain(ops, input).unwrap_or_else(|e| panic!("{ops:?} on {input}: {e}"));
     let src = rng.bytes(input.size_bytes().unwrap() as usize);
@@ -35,7 +35,7 @@ fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
     assert_eq!(
         got,
         want,
-        "{ops:?} on {input}\nfused kernel:\n{}",
+        "{ops:?} on {input}\ncomposed kernel:\n{}",
         fused.stages().lowered
     );
     for pieces in [2, 3, 7] {
@@ -254,7 +254,7 @@ fn one_op_is_the_op_itself() {
 }
 
 #[test]
-fn fusing_saves_the_intermediate_traffic() {
+fn composing_saves_the_intermediate_traffic() {
     let ops = [
         s2b(&[2, 2], &[[0, 0], [0, 0]]),
         d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
@@ -286,7 +286,7 @@ fn col2im_is_refused_wherever_it_is() {
     let before = [s2b(&[1], &[[0, 0]]), col2im.clone()];
     for (ops, index) in [(vec![col2im.clone()], 0), (before.to_vec(), 1)] {
         match compile_chain(&ops, &input) {
-            Err(Error::Chain(FuseError::NotFusable {
+            Err(Error::Chain(ChainError::NotComposable {
                 index: i,
                 op,
                 reason,
@@ -294,7 +294,7 @@ fn col2im_is_refused_wherever_it_is() {
                 assert_eq!((i, op), (index, "Col2Im"));
                 assert!(reason.contains("scatter-add"), "{reason}");
             }
-            other => panic!("expected NotFusable, got {:?}", other.map(|_| ())),
+            other => panic!("expected NotComposable, got {:?}", other.map(|_| ())),
         }
     }
 }
@@ -302,8 +302,8 @@ fn col2im_is_refused_wherever_it_is() {
 #[test]
 fn invalid_ops_and_empty_chains_are_errors() {
     assert!(matches!(
-        fuse_chain(&[], &t(DType::F32, &[1])),
-        Err(FuseError::EmptyChain)
+        compose_chain(&[], &t(DType::F32, &[1])),
+        Err(ChainError::EmptyChain)
     ));
     // The second op gets 1 channel, which 4 does not divide.
     let ops = [
@@ -312,27 +312,44 @@ fn invalid_ops_and_empty_chains_are_errors() {
     ];
     let err = compile_chain(&ops, &t(DType::F32, &[1, 2, 2, 1])).unwrap_err();
     assert!(
-        matches!(err, Error::Chain(FuseError::Op { index: 1, .. })),
+        matches!(err, Error::Chain(ChainError::Op { index: 1, .. })),
         "{err}"
     );
     assert_eq!(err.category(), Some("not_divisible"), "{err}");
     assert!(err.to_string().contains("tensor<1x1x1x4xf32>"), "{err}");
 }
 
+/// The names chains had before "fusion" came to mean only loop fusion still compile, as
+/// deprecated aliases of the new ones.
 #[test]
-fn the_fused_kernel_prints_and_parses_back() {
+#[allow(deprecated)]
+fn the_old_chain_names_still_work() {
+    let ops = [s2d(2, DataFormat::Nhwc)];
+    let input = t(DType::F32, &[1, 2, 2, 1]);
+    let old: relayout::FusedOp = compile_chain(&ops, &input).unwrap();
+    assert_eq!(
+        relayout::fuse_chain(&ops, &input).unwrap(),
+        compose_chain(&ops, &input).unwrap()
+    );
+    assert_eq!(old.output_type(), &t(DType::F32, &[1, 1, 1, 4]));
+    let err: relayout::FuseError = relayout::fuse_chain(&[], &input).unwrap_err();
+    assert!(matches!(err, ChainError::EmptyChain));
+}
+
+#[test]
+fn the_composed_kernel_prints_and_parses_back() {
     let ops = [
         s2b(&[2, 2], &[[1, 2], [1, 2]]),
         d2s(2, DataFormat::Nhwc, DepthToSpaceMode::Dcr),
     ];
-    let kernel = fuse_chain(&ops, &t(DType::F32, &[2, 5, 5, 4])).unwrap();
+    let kernel = compose_chain(&ops, &t(DType::F32, &[2, 5, 5, 4])).unwrap();
     assert_eq!(kernel.name, "space_to_batch_nd_then_depth_to_space");
     let text = kernel.to_string();
     assert_eq!(relayout::ir::parse_kernel(&text).unwrap(), kernel);
 }
 
 /// SpaceToBatchND's guarded index ends up inside BatchToSpaceND's `floordiv`, which
-/// `canonicalize` rewrites: the fused kernel must still be proven in bounds after every pass.
+/// `canonicalize` rewrites: the composed kernel must still be proven in bounds after every pass.
 #[test]
 fn a_guarded_index_inside_a_floordiv_still_verifies() {
     let mut rng = Rng(8);
@@ -446,7 +463,7 @@ fn chains_of_transposes_and_reshapes_around_depth_to_space() {
 
 /// Slices, Tiles and Transposes compose with the seed ops' gathers.
 #[test]
-fn slices_tiles_and_transposes_fuse_with_the_seed_ops() {
+fn slices_tiles_and_transposes_compose_with_the_seed_ops() {
     let mut rng = Rng(12);
     let slice = Op::Slice {
         starts: vec![-1, 1],
@@ -468,7 +485,7 @@ fn slices_tiles_and_transposes_fuse_with_the_seed_ops() {
 /// Pads of every mode compose with Slices and Transposes on either side: the composed
 /// kernel reads each piece of the Pad where the next op reads it, and only there.
 #[test]
-fn pads_of_every_mode_fuse_with_slices_and_transposes() {
+fn pads_of_every_mode_compose_with_slices_and_transposes() {
     let mut rng = Rng(13);
     let pad = |mode: PadMode, value: PadValue| Op::Pad {
         pads: vec![0, 2, -1, 0, 1, 3],
@@ -544,7 +561,7 @@ fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
             assert!(fused.stages().lowered.stmts.len() <= 256);
             check_chain(&ops, &input, &mut rng);
         }
-        Err(Error::Chain(FuseError::NotFusable { reason, .. })) => {
+        Err(Error::Chain(ChainError::NotComposable { reason, .. })) => {
             assert!(reason.contains("statements"), "{reason}")
         }
         Err(other) => panic!("{other}"),
@@ -571,11 +588,11 @@ fn im2col_ends_a_chain_but_cannot_feed_one() {
     let nchw = t(DType::F32, &[2, 3, 5, 6]);
     let err = compile_chain(&[im2col, transpose(&[0, 2, 1])], &nchw).unwrap_err();
     match err {
-        Error::Chain(FuseError::NotFusable { index, op, reason }) => {
+        Error::Chain(ChainError::NotComposable { index, op, reason }) => {
             assert_eq!((index, op), (0, "Im2Col"));
             assert!(reason.contains("scatters"), "{reason}");
         }
-        other => panic!("expected NotFusable, got {other}"),
+        other => panic!("expected NotComposable, got {other}"),
     }
 }
 
@@ -690,10 +707,10 @@ fn random_beyond_op(rng: &mut Rng, rank: usize) -> Op {
     }
 }
 
-/// A fused chain runs on element slices over threads like on bytes on one thread, and
+/// A composed chain runs on element slices over threads like on bytes on one thread, and
 /// refuses elements of the wrong size.
 #[test]
-fn fused_chains_run_typed_over_threads() {
+fn composed_chains_run_typed_over_threads() {
     let ops = [
         d2s(2, DataFormat::Nchw, DepthToSpaceMode::Crd),
         s2d(2, DataFormat::Nchw),
@@ -717,7 +734,7 @@ fn fused_chains_run_typed_over_threads() {
 /// Random chains of two or three ops drawn from every copy op (Transpose, Pad in its four
 /// modes with negative pads too, Slice with negative indices and steps, Tile, Reshape, and
 /// SpaceToDepth / DepthToSpace in both layouts), each valid for the type the previous one
-/// makes, over several element types: the fused kernel gives what running the ops one by one
+/// makes, over several element types: the composed kernel gives what running the ops one by one
 /// gives, on one thread and in pieces, and its movement analysis answers.
 #[test]
 fn random_chains_of_every_copy_op_agree_with_running_the_ops_one_by_one() {
