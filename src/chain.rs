@@ -17,7 +17,7 @@
 
 use crate::analysis::{self, Movement};
 use crate::runner::Runner;
-use crate::{Element, Error, Op, OpError, Stages};
+use crate::{Error, Op, OpError, Stages};
 use relayout_ir::{Kernel, LoopKernel, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
 use relayout_passes::{Chain, ComposeError};
@@ -211,6 +211,10 @@ pub fn compile_kernel(kernel: Kernel) -> Result<CompiledChain, Error> {
 /// let kernel = compile_loops(loops)?;
 /// let src: Vec<u8> = (1..=8).collect();
 /// assert_eq!(kernel.run_to_vec(&src)?, [5, 6, 7, 8, 1, 2, 3, 4]);
+/// // The same run on elements of the kernel's type.
+/// let mut swapped = [0.0f32; 2];
+/// kernel.run_typed(&[1.5f32, -2.0], &mut swapped)?;
+/// assert_eq!(swapped, [-2.0, 1.5]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn compile_loops(loops: LoopKernel) -> Result<CompiledLoops, Error> {
@@ -246,31 +250,7 @@ impl CompiledLoops {
         Runner::new(&self.kernel, &self.loops.dst)
     }
 
-    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
-    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        self.runner().run(src, dst)
-    }
-
-    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
-    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        self.runner().run_threaded(src, dst, threads)
-    }
-
-    /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
-    /// [`CompiledOp::run_split`](crate::CompiledOp::run_split)).
-    pub fn run_split(
-        &self,
-        src: &[u8],
-        dst: &mut [u8],
-        split: crate::Split,
-    ) -> Result<crate::SplitReport, Error> {
-        self.runner().run_split(src, dst, split)
-    }
-
-    /// Runs the kernel into a new buffer.
-    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        self.runner().run_to_vec(src)
-    }
+    crate::runner::run_methods!();
 }
 
 impl std::fmt::Debug for CompiledLoops {
@@ -339,47 +319,7 @@ impl CompiledChain {
         Runner::new(&self.inner.kernel, &self.inner.stages.lowered.dst)
     }
 
-    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
-    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        self.runner().run(src, dst)
-    }
-
-    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
-    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        self.runner().run_threaded(src, dst, threads)
-    }
-
-    /// Runs the kernel with each statement cut as `split` says, reporting how it ran (see
-    /// [`CompiledOp::run_split`](crate::CompiledOp::run_split)).
-    pub fn run_split(
-        &self,
-        src: &[u8],
-        dst: &mut [u8],
-        split: crate::Split,
-    ) -> Result<crate::SplitReport, Error> {
-        self.runner().run_split(src, dst, split)
-    }
-
-    /// Runs the kernel on element slices; the element type must have the kernel's element size.
-    pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        self.runner().run_typed(src, dst)
-    }
-
-    /// [`run_typed`](Self::run_typed) split over `threads` threads, as
-    /// [`run_threaded`](Self::run_threaded).
-    pub fn run_threaded_typed<T: Element>(
-        &self,
-        src: &[T],
-        dst: &mut [T],
-        threads: usize,
-    ) -> Result<(), Error> {
-        self.runner().run_threaded_typed(src, dst, threads)
-    }
-
-    /// Runs the kernel into a new buffer.
-    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        self.runner().run_to_vec(src)
-    }
+    crate::runner::run_methods!();
 }
 
 impl std::fmt::Debug for CompiledChain {

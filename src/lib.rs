@@ -505,47 +505,7 @@ impl CompiledOp {
         Runner::new(&self.inner.kernel, &self.inner.output)
     }
 
-    /// Runs the kernel on little-endian bytes. Both lengths are checked against the types.
-    pub fn run(&self, src: &[u8], dst: &mut [u8]) -> Result<(), Error> {
-        self.runner().run(src, dst)
-    }
-
-    /// Runs the kernel splitting the work over `threads` threads of a shared pool.
-    pub fn run_threaded(&self, src: &[u8], dst: &mut [u8], threads: usize) -> Result<(), Error> {
-        self.runner().run_threaded(src, dst, threads)
-    }
-
-    /// Runs the kernel with each statement cut as `split` says (see [`Split`]), and reports
-    /// how many pieces each statement really ran in.
-    pub fn run_split(
-        &self,
-        src: &[u8],
-        dst: &mut [u8],
-        split: Split,
-    ) -> Result<SplitReport, Error> {
-        self.runner().run_split(src, dst, split)
-    }
-
-    /// Runs the kernel on element slices; the element type must have the op's element size.
-    pub fn run_typed<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<(), Error> {
-        self.runner().run_typed(src, dst)
-    }
-
-    /// [`run_typed`](Self::run_typed) split over `threads` threads, as
-    /// [`run_threaded`](Self::run_threaded).
-    pub fn run_threaded_typed<T: Element>(
-        &self,
-        src: &[T],
-        dst: &mut [T],
-        threads: usize,
-    ) -> Result<(), Error> {
-        self.runner().run_threaded_typed(src, dst, threads)
-    }
-
-    /// Runs the kernel into a new buffer.
-    pub fn run_to_vec(&self, src: &[u8]) -> Result<Vec<u8>, Error> {
-        self.runner().run_to_vec(src)
-    }
+    runner::run_methods!();
 }
 
 impl std::fmt::Debug for CompiledOp {
