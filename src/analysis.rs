@@ -5,10 +5,36 @@
 //! The analysis reads loop IR only, so it lives with the IR
 //! ([`relayout_ir::movement`], re-exported here); this module asks it of a compiled op's final
 //! loop IR (`stages().loops`), after the passes have coalesced the loops, because that is where
-//! two ops that describe the same data movement look the same.
+//! two ops that describe the same data movement look the same, and, when that proves nothing
+//! more specific than a gather, of the optimized index-map kernel lowered without the loop
+//! passes that cut statements for code generation (see [`movement_of`]).
 
-use crate::CompiledOp;
+use crate::{CompiledOp, Stages};
 pub use relayout_ir::movement::{bytes_moved, movement, Movement, MAX_RUNS};
+use relayout_passes::{PassManager, Pipeline};
+
+/// What the kernel of `stages` does with the bytes of its input.
+///
+/// First read from the final loop IR. Code generation's loop passes cut a transpose whose
+/// extents are not multiples of its register blocks into several statements (the whole blocks,
+/// then the edges: `tile-transposes`), which the proofs over one kernel do not put back
+/// together, so when the final loop IR proves only a gather, the answer is read again from the
+/// optimized index-map kernel lowered with `linearize,coalesce` alone, where such a transpose
+/// is still one statement. Both loop kernels compute the same function (every pass is checked
+/// to keep it), so a proof over either describes the kernel; a gather's counts are the final
+/// loop IR's.
+pub(crate) fn movement_of(stages: &Stages) -> Movement {
+    let last = movement(&stages.loops);
+    if !matches!(last, Movement::Gather { .. }) {
+        return last;
+    }
+    let uncut = Pipeline::parse("linearize,coalesce")
+        .and_then(|p| PassManager::new(p).run_to_loops(&stages.optimized));
+    match uncut.map(|loops| movement(&loops)) {
+        Ok(m) if !matches!(m, Movement::Gather { .. }) => m,
+        _ => last,
+    }
+}
 
 impl CompiledOp {
     /// What this op does with the bytes of its input; see [`Movement`].
@@ -41,7 +67,7 @@ impl CompiledOp {
     /// assert_eq!(d2s.movement(), Movement::NoMovement);
     /// ```
     pub fn movement(&self) -> Movement {
-        movement(&self.stages().loops)
+        movement_of(self.stages())
     }
 
     /// Bytes read plus bytes written by one run of the kernel; see [`bytes_moved`](fn@bytes_moved).

@@ -306,7 +306,7 @@ impl CompiledChain {
 
     /// What the composed kernel does with the bytes of its input; see [`Movement`].
     pub fn movement(&self) -> Movement {
-        analysis::movement(&self.inner.stages.loops)
+        analysis::movement_of(&self.inner.stages)
     }
 
     /// Bytes read plus bytes written by one run; see [`analysis::bytes_moved`].

@@ -155,6 +155,56 @@ fn transposes_are_described_like_numpy() {
     );
 }
 
+/// Code generation cuts a transpose whose extents are not multiples of its register blocks
+/// into several statements (the whole blocks, then the edges); it is still reported as the
+/// one permutation it is, and the permutation still describes the data.
+#[test]
+fn transposes_cut_into_blocks_and_edges_are_permutations() {
+    let mut rng = Rng(11);
+    let transpose = |perm: &[i64]| Op::Transpose {
+        perm: Some(perm.to_vec()),
+    };
+    let cases = [
+        // The benchmark suite's transpose_tiny: no two axes stay together.
+        (
+            transpose(&[3, 1, 0, 2]),
+            t(DType::F32, &[2, 3, 4, 5]),
+            (vec![2, 3, 4, 5], vec![3, 1, 0, 2]),
+        ),
+        // A 2-D transpose of odd extents, blocks of 4x4 and edges on both sides.
+        (
+            transpose(&[1, 0]),
+            t(DType::F32, &[13, 7]),
+            (vec![13, 7], vec![1, 0]),
+        ),
+        // NCHW -> NHWC of 7x7 maps: 48 positions in blocks, the 49th an edge.
+        (
+            transpose(&[0, 2, 3, 1]),
+            t(DType::F32, &[2, 20, 7, 7]),
+            (vec![2, 20, 49], vec![0, 2, 1]),
+        ),
+        // Bytes in 16x16 blocks, with edges.
+        (
+            transpose(&[1, 0]),
+            t(DType::U8, &[37, 21]),
+            (vec![37, 21], vec![1, 0]),
+        ),
+    ];
+    for (op, input, (shape, perm)) in cases {
+        let kernel = compile(&op, &input).unwrap();
+        assert!(
+            kernel.stages().loops.stmts.len() > 1,
+            "{input}: not cut, this case no longer tests the cut\n{}",
+            kernel.stages().loops
+        );
+        assert_eq!(
+            check_movement(&op, &input, &mut rng),
+            Movement::Permutation { shape, perm },
+            "{op:?} on {input}"
+        );
+    }
+}
+
 #[test]
 fn slices_and_pads_of_one_block_are_contiguous_copies() {
     let f32 = DType::F32;

@@ -4,7 +4,8 @@
 //!
 //! The answer is read from loop IR ([`LoopKernel`]); the facade asks it of a compiled op's final
 //! loop IR, after the passes have coalesced the loops, because that is where two ops that
-//! describe the same data movement look the same. It is exact where it answers one of the specific variants: each of
+//! describe the same data movement look the same (and, when that proves only a gather, of the
+//! loop IR before code generation's passes cut a transpose into blocks and edges). It is exact where it answers one of the specific variants: each of
 //! them is proven from the strides and offsets, never guessed from the op's name. When the
 //! proof does not go through, the answer is the conservative [`Movement::Gather`].
 //!
