@@ -59,16 +59,16 @@ fn optimize(
         one_by_one += kernel.bytes_moved();
         ty = kernel.output_type().clone();
     }
-    let fused = compile_chain(chain, input)?;
-    println!("  fused           {input} -> {}", fused.output_type());
-    println!("  {:<15} {}", "", describe(&fused.movement()));
+    let composed = compile_chain(chain, input)?;
+    println!("  composed        {input} -> {}", composed.output_type());
+    println!("  {:<15} {}", "", describe(&composed.movement()));
     let mb = |b: u64| b as f64 / 1e6;
     println!(
-        "  bytes moved:    {:.2} MB one op at a time, {:.2} MB fused ({:.1}x less){}\n",
+        "  bytes moved:    {:.2} MB one op at a time, {:.2} MB composed ({:.1}x less){}\n",
         mb(one_by_one),
-        mb(fused.bytes_moved()),
-        one_by_one as f64 / fused.bytes_moved().max(1) as f64,
-        if fused.movement() == Movement::NoMovement {
+        mb(composed.bytes_moved()),
+        one_by_one as f64 / composed.bytes_moved().max(1) as f64,
+        if composed.movement() == Movement::NoMovement {
             ", and 0 MB as a view"
         } else {
             ""
@@ -89,9 +89,17 @@ fn describe(m: &Movement) -> String {
         Movement::Permutation { shape, perm } => {
             format!("a transpose: reshape to {shape:?}, transpose {perm:?}")
         }
+        Movement::StridedView {
+            offset,
+            shape,
+            strides,
+        } => format!(
+            "a strided view: as_strided(input, offset {offset}, shape {shape:?}, strides \
+             {strides:?}), no copy where strided views exist"
+        ),
         Movement::Gather {
             statements, fills, ..
-        } => format!("a gather: {statements} loop nests, {fills} of them zero fills"),
+        } => format!("a gather: {statements} loop nests, {fills} of them fills"),
         other => other.to_string(),
     }
 }

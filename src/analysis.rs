@@ -1,13 +1,13 @@
 //! What a compiled op does to the bytes, in the terms a graph optimizer decides with: is it a
-//! view (nothing moves), a slice or a pad of one contiguous block, a transpose, or a general
-//! gather? See [`Movement`].
+//! view (nothing moves), a slice or a pad of one contiguous block, a transpose, a strided view
+//! (steps, reversals, broadcasts), or a general gather? See [`Movement`].
 //!
 //! The analysis reads loop IR only, so it lives with the IR
 //! ([`relayout_ir::movement`], re-exported here); this module asks it of a compiled op's final
 //! loop IR (`stages().loops`), after the passes have coalesced the loops, because that is where
 //! two ops that describe the same data movement look the same, and, when that proves nothing
 //! more specific than a gather, of the optimized index-map kernel lowered without the loop
-//! passes that cut statements for code generation (see [`movement_of`]).
+//! passes that cut statements for code generation (see [`CompiledOp::movement`]).
 
 use crate::{CompiledOp, Stages};
 pub use relayout_ir::movement::{bytes_moved, movement, Movement, MAX_RUNS};

@@ -26,7 +26,7 @@
 //!    ([`vcode_text`], [`asm_text`]).
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
-//! a view, a contiguous copy, a transpose or a gather?), and chains of ops can be composed
+//! a view, a contiguous copy, a transpose, a strided view or a gather?), and chains of ops can be composed
 //! into one index-map kernel before stage 2 ([`compile_chain`]; "fusion" means only the loop
 //! fusion of stage 3, `fuse-nests`). IR text, hand-written or printed
 //! by a pass ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is

@@ -28,7 +28,7 @@ macro_rules! run_methods {
         }
 
         /// Runs the kernel with each statement cut as `split` says (see
-        /// [`Split`]($crate::Split)), and reports how many pieces each statement really ran in.
+        /// [`Split`](crate::Split)), and reports how many pieces each statement really ran in.
         pub fn run_split(
             &self,
             src: &[u8],

@@ -71,6 +71,39 @@ fn check_movement(op: &Op, input: &TensorType, rng: &mut Rng) -> Movement {
             assert_eq!(shape.iter().product::<u64>() as usize * elem, src.len());
             assert_eq!(transpose(&src, elem, shape, perm), out, "{what}");
         }
+        Movement::StridedView {
+            offset,
+            shape,
+            strides,
+        } => {
+            assert_eq!(
+                shape.iter().product::<u64>() as usize * elem,
+                out.len(),
+                "{what}"
+            );
+            // Walk the output in row-major order, keeping the input element it views.
+            let mut index = vec![0u64; shape.len()];
+            for o in 0..out.len() / elem {
+                let at = index
+                    .iter()
+                    .zip(strides)
+                    .fold(*offset as i64, |at, (&i, &s)| at + i as i64 * s);
+                assert!(at >= 0, "{what}");
+                let at = at as usize * elem;
+                assert_eq!(
+                    out[o * elem..][..elem],
+                    src[at..at + elem],
+                    "{what}: element {o}"
+                );
+                for d in (0..shape.len()).rev() {
+                    index[d] += 1;
+                    if index[d] < shape[d] {
+                        break;
+                    }
+                    index[d] = 0;
+                }
+            }
+        }
         Movement::Gather {
             statements,
             fills,
@@ -205,6 +238,59 @@ fn transposes_cut_into_blocks_and_edges_are_permutations() {
     }
 }
 
+/// Slices with steps (forward and backward) and tiles read the input through strides: each is
+/// a strided view, which describes the data.
+#[test]
+fn steps_reversals_and_repeats_are_strided_views() {
+    let mut rng = Rng(13);
+    let slice = |starts: &[i64], ends: &[i64], steps: &[i64]| Op::Slice {
+        starts: starts.to_vec(),
+        ends: ends.to_vec(),
+        axes: None,
+        steps: Some(steps.to_vec()),
+    };
+    let view = |offset: u64, shape: &[u64], strides: &[i64]| Movement::StridedView {
+        offset,
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+    };
+    let cases = [
+        // Every other row and column of an 8x8 matrix.
+        (
+            slice(&[0, 0], &[8, 8], &[2, 2]),
+            t(DType::F32, &[8, 8]),
+            view(0, &[4, 4], &[16, 2]),
+        ),
+        // The rows of a 3x4 matrix backwards: whole rows, in reverse.
+        (
+            slice(&[-1], &[i64::MIN], &[-1]),
+            t(DType::F32, &[3, 4]),
+            view(8, &[3, 4], &[-4, 1]),
+        ),
+        // Every third element from the end, of 2-byte elements.
+        (
+            slice(&[0, 9], &[2, 0], &[1, -3]),
+            t(DType::F16, &[2, 10]),
+            view(9, &[2, 3], &[10, -3]),
+        ),
+        // A row repeated three times: a broadcast.
+        (
+            Op::Tile {
+                repeats: vec![3, 1],
+            },
+            t(DType::I32, &[1, 5]),
+            view(0, &[3, 5], &[0, 1]),
+        ),
+    ];
+    for (op, input, want) in cases {
+        assert_eq!(
+            check_movement(&op, &input, &mut rng),
+            want,
+            "{op:?} on {input}"
+        );
+    }
+}
+
 #[test]
 fn slices_and_pads_of_one_block_are_contiguous_copies() {
     let f32 = DType::F32;
@@ -272,13 +358,15 @@ fn empty_tensors_move_nothing() {
 fn every_answer_describes_the_kernel() {
     use DataFormat::*;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut seen = [0usize; 4];
+    let mut seen = [0usize; 5];
     let mut count = |m: Movement| {
         seen[match m {
             Movement::NoMovement => 0,
             Movement::ContiguousCopy { .. } => 1,
             Movement::Permutation { .. } => 2,
-            _ => 3,
+            // BatchToSpaceND cropping to a pixel per batch reads the input with strides.
+            Movement::StridedView { .. } => 3,
+            _ => 4,
         }] += 1
     };
     for dtype in [DType::U8, DType::F16, DType::F32, DType::C128] {
@@ -346,17 +434,36 @@ fn every_answer_describes_the_kernel() {
 /// analysis must not be fooled.
 #[test]
 fn near_misses_are_gathers() {
-    let gather = |text: &str| {
+    let analysed = |text: &str| {
         let k = relayout::ir::parse_loop_kernel(text).unwrap();
         relayout::ir::verify_loop_kernel(&k).unwrap();
-        let m = relayout::analysis::movement(&k);
+        relayout::analysis::movement(&k)
+    };
+    let gather = |text: &str| {
+        let m = analysed(text);
         assert!(matches!(m, Movement::Gather { .. }), "{m:?} for\n{text}");
     };
-    // The first half twice: equal offsets, but the source is read with stride 0.
-    gather(
-        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
+    // The first half twice: equal offsets, but the source is read with stride 0. Not a view
+    // of the input in order: a broadcast, which only a strided view describes.
+    assert_eq!(
+        analysed(
+            "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<8xf32>) {
   copy 16 bytes %dst[0 + 16 * i0] = %src[0 + 0 * i0]
       for i0 in 0 to 2
+}"
+        ),
+        Movement::StridedView {
+            offset: 0,
+            shape: vec![2, 4],
+            strides: vec![0, 1]
+        }
+    );
+    // The output written whole and in order, but from bytes that straddle the input's
+    // elements (6 bytes apart), which no view of whole elements describes.
+    gather(
+        "loops @k(%src: tensor<8xf32>) -> (%dst: tensor<4xf32>) {
+  copy 4 bytes %dst[0 + 4 * i0] = %src[0 + 6 * i0]
+      for i0 in 0 to 4
 }",
     );
     // A fill after the copy wipes part of it.

@@ -495,21 +495,24 @@ impl Kernel {
 
     /// What the kernel does with the bytes, as a graph optimizer asks it, in words:
     /// ``"no movement: ... (a view)"``, ``"contiguous copy: output[a..b] = input[c..d] ..."``,
-    /// ``"permutation: input.reshape(...).transpose(...)"`` or ``"gather: N loop statements
-    /// ..."``. :attr:`movement_kind` is the kind alone.
+    /// ``"permutation: input.reshape(...).transpose(...)"``, ``"strided view:
+    /// as_strided(input, offset=..., shape=(...), strides=(...)) (in elements)"`` or ``"gather:
+    /// N loop statements ..."``. :attr:`movement_kind` is the kind alone.
     #[getter]
     fn movement(&self) -> String {
         self.compiled.movement().to_string()
     }
 
     /// The kind of :attr:`movement`, to branch on: ``"view"``, ``"contiguous copy"``,
-    /// ``"permutation"`` or ``"gather"`` (``"other"`` for a kind this module does not know yet).
+    /// ``"permutation"``, ``"strided view"`` or ``"gather"`` (``"other"`` for a kind this
+    /// module does not know yet).
     #[getter]
     fn movement_kind(&self) -> &'static str {
         match self.compiled.movement() {
             Movement::NoMovement => "view",
             Movement::ContiguousCopy { .. } => "contiguous copy",
             Movement::Permutation { .. } => "permutation",
+            Movement::StridedView { .. } => "strided view",
             Movement::Gather { .. } => "gather",
             // A kind added to the facade later, before this module names it.
             _ => "other",

@@ -120,6 +120,9 @@ def test_compile_forms_agree():
     assert relayout.compile("SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>").movement_kind == "permutation"
     padded = relayout.compile("SpaceToBatchND {block_shape = [2], paddings = [[1, 1]]} : tensor<1x4x3xf32>")
     assert padded.movement_kind == "gather" and padded.movement.startswith("gather: ")
+    steps = relayout.compile("Slice {starts = [0, 0], ends = [8, 8], steps = [2, 2]} : tensor<8x8xf32>")
+    assert steps.movement_kind == "strided view"
+    assert steps.movement == "strided view: as_strided(input, offset=0, shape=(4, 4), strides=(16, 2)) (in elements)"
     assert k1.bytes_moved == 2 * 128 * 4
     x = np.arange(128, dtype=np.float32).reshape(1, 8, 4, 4)
     for k in (k1, k2, k3, k4):

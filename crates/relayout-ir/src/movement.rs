@@ -1,6 +1,6 @@
 //! What a loop kernel does to the bytes, in the terms a graph optimizer decides with: is it a
-//! view (nothing moves), a slice or a pad of one contiguous block, a transpose, or a general
-//! gather?
+//! view (nothing moves), a slice or a pad of one contiguous block, a transpose, a strided view
+//! (steps, reversals, broadcasts), or a general gather?
 //!
 //! The answer is read from loop IR ([`LoopKernel`]); the facade asks it of a compiled op's final
 //! loop IR, after the passes have coalesced the loops, because that is where two ops that
@@ -19,7 +19,11 @@
 //! rest; *no movement* is the contiguous copy of the whole input with no shift. The pipeline
 //! can leave an identity in pieces (a fused round trip becomes one statement per sub-box of
 //! its padding), which is why several statements are accepted. Listing the written ranges
-//! stops at [`MAX_RUNS`] runs; past that the answer is a gather.
+//! stops at [`MAX_RUNS`] runs; past that the answer is a gather. A *strided view* is one copy
+//! statement that writes the whole output in row-major order (its destination strides, run
+//! included, are the output's dense layout from offset 0) and reads whole elements (source
+//! strides and offset are multiples of the element size, of any sign); its source strides,
+//! in the output's axis order, are the view's.
 
 use crate::{LoopAction, LoopKernel, LoopStmt};
 
@@ -92,6 +96,27 @@ pub enum Movement {
         /// Output axis `i` is axis `perm[i]` of that array.
         perm: Vec<usize>,
     },
+    /// The output is a strided view of the input, as numpy's `as_strided` or PyTorch's
+    /// `as_strided` describe one: with the output seen as a row-major array of `shape`, its
+    /// element `(i_0, ..., i_k)` is element `offset + i_0 * strides[0] + ... + i_k * strides[k]`
+    /// of the flattened input (counted in elements). A stride may be negative (a reversed
+    /// axis: numpy takes those, PyTorch does not) or zero (a repeated axis: a broadcast).
+    /// Answered when the output is not one of the kinds above, so it is never a view of the
+    /// whole input in order, one block, or a permutation; axes that a single stride describes
+    /// are merged, as for [`Permutation`](Movement::Permutation).
+    ///
+    /// Example: Slice with steps 2 of `[8, 8]` f32 rows and columns: `StridedView { offset: 0,
+    /// shape: [4, 4], strides: [16, 2] }`; Slice reversing the rows of `[3, 4]`: `offset: 8,
+    /// shape: [3, 4], strides: [-4, 1]`; Tile repeating `[1, 5]` three times along rows:
+    /// `shape: [3, 5], strides: [0, 1]`.
+    StridedView {
+        /// The input element that output element 0 is.
+        offset: u64,
+        /// The output viewed as a row-major array of this shape (in elements).
+        shape: Vec<u64>,
+        /// The input elements between neighbours along each axis of `shape`.
+        strides: Vec<i64>,
+    },
     /// Anything else: padding inside the tensor, crops of non-contiguous blocks, Col2Im's
     /// scatter-add, an output of zeros only. `statements` counts the loop statements of the
     /// kernel, `fills` those of them that fill with a constant (zeros, or a constant Pad's
@@ -121,6 +146,11 @@ pub enum Movement {
 /// );
 /// let transpose = Movement::Permutation { shape: vec![2, 3, 4], perm: vec![0, 2, 1] };
 /// assert_eq!(transpose.to_string(), "permutation: input.reshape(2, 3, 4).transpose(0, 2, 1)");
+/// let rows = Movement::StridedView { offset: 8, shape: vec![3, 4], strides: vec![-4, 1] };
+/// assert_eq!(
+///     rows.to_string(),
+///     "strided view: as_strided(input, offset=8, shape=(3, 4), strides=(-4, 1)) (in elements)"
+/// );
 /// let gather = Movement::Gather { statements: 3, fills: 1, bytes_moved: 4096 };
 /// assert_eq!(gather.to_string(), "gather: 3 loop statements (1 fill), 4096 bytes moved");
 /// ```
@@ -147,6 +177,17 @@ impl std::fmt::Display for Movement {
                 "permutation: input.reshape({}).transpose({})",
                 list(&mut shape.iter().map(u64::to_string)),
                 list(&mut perm.iter().map(usize::to_string)),
+            ),
+            Movement::StridedView {
+                offset,
+                shape,
+                strides,
+            } => write!(
+                f,
+                "strided view: as_strided(input, offset={offset}, shape=({}), strides=({})) \
+                 (in elements)",
+                list(&mut shape.iter().map(u64::to_string)),
+                list(&mut strides.iter().map(i64::to_string)),
             ),
             Movement::Gather {
                 statements,
@@ -214,6 +255,9 @@ pub fn movement(kernel: &LoopKernel) -> Movement {
     if let [copy] = live[..] {
         if copy.action == LoopAction::Copy {
             if let Some(m) = permutation(copy, elem, src_size, dst_size) {
+                return m;
+            }
+            if let Some(m) = strided_view(copy, elem, dst_size) {
                 return m;
             }
         }
@@ -415,6 +459,47 @@ fn permutation(copy: &LoopStmt, elem: u64, src_size: u64, dst_size: u64) -> Opti
         return Some(Movement::NoMovement);
     }
     Some(Movement::Permutation { shape, perm })
+}
+
+/// [`Movement::StridedView`], when the copy writes the whole output in row-major order (its
+/// destination strides, run included, are the dense layout of the output from offset 0) and
+/// reads elements: every source stride and its offset are whole elements.
+fn strided_view(copy: &LoopStmt, elem: u64, dst_size: u64) -> Option<Movement> {
+    if copy.dst_offset != 0 {
+        return None;
+    }
+    let axes = axes(copy, elem);
+    let (dst_order, dst_span) = dense(&axes, |a| a.dst, elem)?;
+    if dst_span != dst_size {
+        return None;
+    }
+    let e = i64::try_from(elem).ok()?;
+    let offset = u64::try_from(copy.src_offset).ok()?;
+    if offset % elem != 0 || axes.iter().any(|a| a.src % e != 0) {
+        return None;
+    }
+    // Outermost output axis first; merge an axis into the one before it when one stride walks
+    // both (the outer stride is the inner one times the inner extent).
+    let mut shape: Vec<u64> = Vec::with_capacity(axes.len());
+    let mut strides: Vec<i64> = Vec::with_capacity(axes.len());
+    for a in dst_order.iter().map(|&i| axes[i]) {
+        let stride = a.src / e;
+        match (shape.last_mut(), strides.last_mut()) {
+            (Some(n), Some(s)) if i64::try_from(a.extent).ok()?.checked_mul(stride) == Some(*s) => {
+                *n = n.checked_mul(a.extent)?;
+                *s = stride;
+            }
+            _ => {
+                shape.push(a.extent);
+                strides.push(stride);
+            }
+        }
+    }
+    Some(Movement::StridedView {
+        offset: offset / elem,
+        shape,
+        strides,
+    })
 }
 
 /// Merges input axes that stay next to each other, in the same order, in the output: the

@@ -48,7 +48,7 @@ class Kernel:
         """What the kernel does with the bytes, in words ("permutation: input.reshape(...)...")."""
     @property
     def movement_kind(self) -> str:
-        """"view", "contiguous copy", "permutation" or "gather"."""
+        """"view", "contiguous copy", "permutation", "strided view" or "gather"."""
     @property
     def bytes_moved(self) -> int:
         """The bytes one run reads and writes."""
