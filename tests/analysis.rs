@@ -48,11 +48,29 @@ fn transpose(input: &[u8], elem: usize, shape: &[u64], perm: &[usize]) -> Vec<u8
 /// Returns the movement, for the caller's own expectations.
 fn check_movement(op: &Op, input: &TensorType, rng: &mut Rng) -> Movement {
     let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
-    let src = rng.bytes(input.size_bytes().unwrap() as usize);
-    let out = kernel.run_to_vec(&src).unwrap();
-    let elem = input.dtype.size() as usize;
     let m = kernel.movement();
-    let what = format!("{op:?} on {input}: {m:?}");
+    check_describes(
+        &m,
+        input,
+        &|src| kernel.run_to_vec(src).unwrap(),
+        rng,
+        &format!("{op:?}"),
+    );
+    m
+}
+
+/// Checks on random data that `m` describes what `run` does to an input of type `input`.
+fn check_describes(
+    m: &Movement,
+    input: &TensorType,
+    run: &dyn Fn(&[u8]) -> Vec<u8>,
+    rng: &mut Rng,
+    name: &str,
+) {
+    let src = rng.bytes(input.size_bytes().unwrap() as usize);
+    let out = run(&src);
+    let elem = input.dtype.size() as usize;
+    let what = format!("{name} on {input}: {m:?}");
     match &m {
         Movement::NoMovement => assert_eq!(out, src, "{what}"),
         Movement::ContiguousCopy {
@@ -114,14 +132,13 @@ fn check_movement(op: &Op, input: &TensorType, rng: &mut Rng) -> Movement {
             // the output bytes that are 0xFF were copied (one read and one write each) and the
             // others are padding zeros (one write each). These ops write every output byte
             // exactly once.
-            let ones = kernel.run_to_vec(&vec![0xFF; src.len()]).unwrap();
+            let ones = run(&vec![0xFF; src.len()]);
             let copied = ones.iter().filter(|&&b| b == 0xFF).count() as u64;
             let filled = ones.len() as u64 - copied;
             assert_eq!(*bytes_moved, 2 * copied + filled, "{what}");
         }
         other => panic!("unexpected movement {other:?}"),
     }
-    m
 }
 
 #[test]
@@ -289,6 +306,39 @@ fn steps_reversals_and_repeats_are_strided_views() {
             "{op:?} on {input}"
         );
     }
+}
+
+/// A chain of a transpose and a slice with steps is one strided view of the chain's input.
+#[test]
+fn a_transposed_strided_slice_is_one_view() {
+    let input = t(DType::F32, &[6, 4]);
+    let ops = [
+        Op::Transpose { perm: None },
+        Op::Slice {
+            starts: vec![3, 0],
+            ends: vec![i64::MIN, 6],
+            axes: None,
+            steps: Some(vec![-1, 2]),
+        },
+    ];
+    let chain = relayout::compile_chain(&ops, &input).unwrap();
+    let m = chain.movement();
+    // Output (i, j) is transposed (3 - i, 2 j), which is input (2 j, 3 - i): 4 * 2 j + 3 - i.
+    assert_eq!(
+        m,
+        Movement::StridedView {
+            offset: 3,
+            shape: vec![4, 3],
+            strides: vec![-1, 8],
+        }
+    );
+    check_describes(
+        &m,
+        &input,
+        &|src| chain.run_to_vec(src).unwrap(),
+        &mut Rng(17),
+        "Transpose then Slice",
+    );
 }
 
 #[test]
