@@ -96,14 +96,16 @@ pub enum Movement {
         /// Output axis `i` is axis `perm[i]` of that array.
         perm: Vec<usize>,
     },
-    /// The output is a strided view of the input, as numpy's `as_strided` or PyTorch's
-    /// `as_strided` describe one: with the output seen as a row-major array of `shape`, its
-    /// element `(i_0, ..., i_k)` is element `offset + i_0 * strides[0] + ... + i_k * strides[k]`
-    /// of the flattened input (counted in elements). A stride may be negative (a reversed
-    /// axis: numpy takes those, PyTorch does not) or zero (a repeated axis: a broadcast).
-    /// Answered when the output is not one of the kinds above, so it is never a view of the
-    /// whole input in order, one block, or a permutation; axes that a single stride describes
-    /// are merged, as for [`Permutation`](Movement::Permutation).
+    /// The output is a strided view of the input: with the output seen as a row-major array
+    /// of `shape`, its element `(i_0, ..., i_k)` is element `offset + i_0 * strides[0] + ... +
+    /// i_k * strides[k]` of the flattened input, all counted in elements. A stride may be
+    /// negative (a reversed axis) or zero (a repeated axis: a broadcast). In PyTorch this is
+    /// `input.flatten().as_strided(shape, strides, offset)` when no stride is negative; in
+    /// numpy `as_strided(input.ravel()[offset:], shape, strides * itemsize)` (numpy takes
+    /// strides in bytes, of any sign). Answered when the output is not one of the kinds above,
+    /// so it is never a view of the whole input in order, one block, or a permutation; axes
+    /// that a single stride describes are merged, as for
+    /// [`Permutation`](Movement::Permutation).
     ///
     /// Example: Slice with steps 2 of `[8, 8]` f32 rows and columns: `StridedView { offset: 0,
     /// shape: [4, 4], strides: [16, 2] }`; Slice reversing the rows of `[3, 4]`: `offset: 8,
