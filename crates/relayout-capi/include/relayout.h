@@ -95,7 +95,23 @@ int64_t relayout_kernel_output_dim(const relayout_kernel_t *k, size_t i);
  */
 char *relayout_kernel_ir(const relayout_kernel_t *k, const char *stage, relayout_error_t **error);
 
-/* Frees a string returned by relayout_kernel_ir(). NULL is allowed and does nothing. */
+/*
+ * What `k` does with the bytes of its input, in one line, as a graph optimizer asks it: "no
+ * movement: ... (a view)", "contiguous copy: ...", "permutation: input.reshape(...).transpose
+ * (...)", "strided view: as_strided(...)" or "gather: ...". Returns a new NUL-terminated
+ * string that the caller frees with relayout_string_free(), or NULL when `k` is NULL.
+ */
+char *relayout_kernel_movement(const relayout_kernel_t *k);
+
+/*
+ * The kind of relayout_kernel_movement(), to branch on: "view", "contiguous copy",
+ * "permutation", "strided view" or "gather" ("other" for a kind this library does not name
+ * yet). A static string: do not free it. NULL when `k` is NULL.
+ */
+const char *relayout_kernel_movement_kind(const relayout_kernel_t *k);
+
+/* Frees a string returned by relayout_kernel_ir() or relayout_kernel_movement(). NULL is
+ * allowed and does nothing. */
 void relayout_string_free(char *s);
 
 /* Frees a kernel. NULL is allowed and does nothing. No thread may be running it. */

@@ -33,7 +33,7 @@
 pub mod runtime;
 
 use relayout::ir::TensorType;
-use relayout::{CompiledOp, Error, ErrorCategory, Op};
+use relayout::{CompiledOp, Error, ErrorCategory, Movement, Op};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -422,7 +422,52 @@ pub unsafe extern "C" fn relayout_kernel_ir(
     }
 }
 
-/// Frees a string returned by [`relayout_kernel_ir`]; NULL is allowed and does nothing.
+/// What `k` does with the bytes of its input, in one line, as a graph optimizer asks it
+/// (`relayout::Movement`'s text: "no movement: ... (a view)", "contiguous copy: ...",
+/// "permutation: input.reshape(...).transpose(...)", "strided view: as_strided(...)" or
+/// "gather: ..."): a new string to free with [`relayout_string_free`], or NULL when `k` is
+/// NULL.
+///
+/// # Safety
+/// `k` is NULL or a live kernel.
+#[no_mangle]
+pub unsafe extern "C" fn relayout_kernel_movement(k: *const relayout_kernel) -> *mut c_char {
+    // SAFETY: `k` as the caller guarantees.
+    let Some(k) = (unsafe { k.as_ref() }) else {
+        return ptr::null_mut();
+    };
+    guard_value(ptr::null_mut(), || {
+        c_string(k.op.movement().to_string()).into_raw()
+    })
+}
+
+/// The kind of [`relayout_kernel_movement`], to branch on: "view", "contiguous copy",
+/// "permutation", "strided view" or "gather" ("other" for a kind this library does not name
+/// yet); a static string, not to be freed. NULL when `k` is NULL.
+///
+/// # Safety
+/// `k` is NULL or a live kernel.
+#[no_mangle]
+pub unsafe extern "C" fn relayout_kernel_movement_kind(k: *const relayout_kernel) -> *const c_char {
+    // SAFETY: `k` as the caller guarantees.
+    let Some(k) = (unsafe { k.as_ref() }) else {
+        return ptr::null();
+    };
+    guard_value(ptr::null(), || {
+        let kind = match k.op.movement() {
+            Movement::NoMovement => c"view",
+            Movement::ContiguousCopy { .. } => c"contiguous copy",
+            Movement::Permutation { .. } => c"permutation",
+            Movement::StridedView { .. } => c"strided view",
+            Movement::Gather { .. } => c"gather",
+            _ => c"other",
+        };
+        kind.as_ptr()
+    })
+}
+
+/// Frees a string returned by [`relayout_kernel_ir`] or [`relayout_kernel_movement`]; NULL is
+/// allowed and does nothing.
 ///
 /// # Safety
 /// `s` is NULL or a string returned by this library and not yet freed.

@@ -219,6 +219,25 @@ static int errors(void) {
     e = NULL;
     CHECK(relayout_kernel_ir(NULL, "loops", NULL) == NULL);
 
+    /* What the kernel does with the bytes: SpaceToDepth here is a transpose. */
+    char *movement = relayout_kernel_movement(k);
+    CHECK(movement && strncmp(movement, "permutation: input.reshape(", 27) == 0);
+    relayout_string_free(movement);
+    CHECK(relayout_kernel_movement_kind(k) && strcmp(relayout_kernel_movement_kind(k), "permutation") == 0);
+    CHECK(relayout_kernel_movement(NULL) == NULL);
+    CHECK(relayout_kernel_movement_kind(NULL) == NULL);
+    /* Every other row and column: a strided view of the input. */
+    relayout_kernel_t *steps =
+        relayout_compile("Slice {starts = [0, 0], ends = [8, 8], steps = [2, 2]} : tensor<8x8xf32>", &e);
+    CHECK(steps != NULL && e == NULL);
+    if (steps) {
+        CHECK(strcmp(relayout_kernel_movement_kind(steps), "strided view") == 0);
+        char *view = relayout_kernel_movement(steps);
+        CHECK(view && strstr(view, "shape=(4, 4), strides=(16, 2)") != NULL);
+        relayout_string_free(view);
+        relayout_kernel_free(steps);
+    }
+
     /* NULL where the header allows it. */
     CHECK(relayout_kernel_input_bytes(NULL) == 0);
     CHECK(relayout_kernel_output_bytes(NULL) == 0);
