@@ -67,7 +67,10 @@ impl CompiledOp {
     /// assert_eq!(d2s.movement(), Movement::NoMovement);
     /// ```
     pub fn movement(&self) -> Movement {
-        movement_of(self.stages())
+        self.inner
+            .movement
+            .get_or_init(|| movement_of(self.stages()))
+            .clone()
     }
 
     /// Bytes read plus bytes written by one run of the kernel; see [`bytes_moved`](fn@bytes_moved).

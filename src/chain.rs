@@ -21,7 +21,7 @@ use crate::{Error, Op, OpError, Stages};
 use relayout_ir::{Kernel, LoopKernel, TensorType, VerifyError};
 use relayout_jit::CompiledKernel;
 use relayout_passes::{Chain, ComposeError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Why a chain could not be composed into one kernel.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +80,8 @@ struct ChainInner {
     ops: Vec<Op>,
     stages: Stages,
     kernel: Arc<CompiledKernel>,
+    /// [`CompiledChain::movement`], worked out on the first question (it may run two passes).
+    movement: OnceLock<Movement>,
 }
 
 /// Composes `ops`, applied one after another to a tensor of type `input`, into one index-map
@@ -273,6 +275,7 @@ fn compile_composed(ops: Vec<Op>, kernel: Kernel) -> Result<CompiledChain, Error
                 loops,
             },
             kernel: compiled,
+            movement: OnceLock::new(),
         }),
     })
 }
@@ -306,7 +309,10 @@ impl CompiledChain {
 
     /// What the composed kernel does with the bytes of its input; see [`Movement`].
     pub fn movement(&self) -> Movement {
-        analysis::movement_of(&self.inner.stages)
+        self.inner
+            .movement
+            .get_or_init(|| analysis::movement_of(&self.inner.stages))
+            .clone()
     }
 
     /// Bytes read plus bytes written by one run; see [`analysis::bytes_moved`].

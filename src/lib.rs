@@ -26,11 +26,11 @@
 //!    ([`vcode_text`], [`asm_text`]).
 //!
 //! The loop IR is also where the graph-level questions are answered ([`Movement`]: is the op
-//! a view, a contiguous copy, a transpose, a strided view or a gather?), and chains of ops can be composed
-//! into one index-map kernel before stage 2 ([`compile_chain`]; "fusion" means only the loop
-//! fusion of stage 3, `fuse-nests`). IR text, hand-written or printed
-//! by a pass ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is
-//! with [`compile_loops`].
+//! a view, a contiguous copy, a transpose, a strided view or a gather?), and chains of ops can
+//! be composed into one index-map kernel before stage 2 ([`compile_chain`]; "fusion" means only
+//! the loop fusion of stage 3, `fuse-nests`). IR text, hand-written or printed by a pass
+//! ([`opt`]), compiles too: index-map IR with [`compile_kernel`], loop IR as it is with
+//! [`compile_loops`].
 //!
 //! ## The API
 //!
@@ -201,7 +201,7 @@ use relayout_ir::{Kernel, LoopKernel, TensorType};
 struct ReadmeExamples;
 use relayout_jit::CompiledKernel;
 use runner::Runner;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// Anything that can go wrong between an op description and its result.
@@ -415,6 +415,8 @@ pub(crate) struct CompiledInner {
     output: TensorType,
     stages: Stages,
     kernel: Arc<CompiledKernel>,
+    /// [`CompiledOp::movement`], worked out on the first question (it may run two passes).
+    movement: OnceLock<Movement>,
 }
 
 /// Validates, lowers, simplifies, verifies and JIT-compiles `op` for `input`, or returns the
@@ -432,6 +434,7 @@ pub fn compile(op: &Op, input: &TensorType) -> Result<CompiledOp, Error> {
         output,
         stages,
         kernel,
+        movement: OnceLock::new(),
     });
     cache::insert_op(op, input, inner.clone());
     Ok(CompiledOp { inner })
@@ -469,6 +472,7 @@ pub fn compile_timed(op: &Op, input: &TensorType) -> Result<(CompiledOp, Timings
             loops,
         },
         kernel: Arc::new(kernel),
+        movement: OnceLock::new(),
     });
     Ok((CompiledOp { inner }, timings))
 }
