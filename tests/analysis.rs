@@ -6,42 +6,17 @@
 use relayout::ir::{DType, TensorType};
 use relayout::{compile, DataFormat, DepthToSpaceMode, Movement, Op, PadMode, PadValue};
 
+#[path = "support/movement.rs"]
+mod movement_check;
 #[path = "support/ops.rs"]
 mod ops;
+use movement_check::assert_describes;
 use ops::{b2s, d2s, s2b, s2d, t, Rng};
 
 fn movement(op: &Op, input: &TensorType) -> Movement {
     compile(op, input)
         .unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"))
         .movement()
-}
-
-/// numpy's `input.reshape(shape).transpose(perm)`, flattened, on elements of `elem` bytes.
-fn transpose(input: &[u8], elem: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
-    let mut in_strides = vec![1usize; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        in_strides[k] = in_strides[k + 1] * shape[k + 1] as usize;
-    }
-    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p] as usize).collect();
-    let count: usize = out_shape.iter().product();
-    let mut out = Vec::with_capacity(input.len());
-    let mut index = vec![0usize; out_shape.len()];
-    for _ in 0..count {
-        let at: usize = index
-            .iter()
-            .zip(perm)
-            .map(|(&o, &p)| o * in_strides[p])
-            .sum();
-        out.extend_from_slice(&input[at * elem..(at + 1) * elem]);
-        for j in (0..index.len()).rev() {
-            index[j] += 1;
-            if index[j] < out_shape[j] {
-                break;
-            }
-            index[j] = 0;
-        }
-    }
-    out
 }
 
 /// Runs `op` on random data and checks that its movement describes the output exactly.
@@ -70,74 +45,17 @@ fn check_describes(
     let src = rng.bytes(input.size_bytes().unwrap() as usize);
     let out = run(&src);
     let elem = input.dtype.size() as usize;
-    let what = format!("{name} on {input}: {m:?}");
-    match &m {
-        Movement::NoMovement => assert_eq!(out, src, "{what}"),
-        Movement::ContiguousCopy {
-            src_offset,
-            dst_offset,
-            bytes,
-        } => {
-            let (s, d, n) = (*src_offset as usize, *dst_offset as usize, *bytes as usize);
-            assert_eq!(out[d..d + n], src[s..s + n], "{what}");
-            assert!(out[..d].iter().all(|&b| b == 0), "{what}");
-            assert!(out[d + n..].iter().all(|&b| b == 0), "{what}");
-        }
-        Movement::Permutation { shape, perm } => {
-            assert!(perm.len() >= 2, "{what}");
-            assert_ne!(*perm, (0..perm.len()).collect::<Vec<_>>(), "{what}");
-            assert_eq!(shape.iter().product::<u64>() as usize * elem, src.len());
-            assert_eq!(transpose(&src, elem, shape, perm), out, "{what}");
-        }
-        Movement::StridedView {
-            offset,
-            shape,
-            strides,
-        } => {
-            assert_eq!(
-                shape.iter().product::<u64>() as usize * elem,
-                out.len(),
-                "{what}"
-            );
-            // Walk the output in row-major order, keeping the input element it views.
-            let mut index = vec![0u64; shape.len()];
-            for o in 0..out.len() / elem {
-                let at = index
-                    .iter()
-                    .zip(strides)
-                    .fold(*offset as i64, |at, (&i, &s)| at + i as i64 * s);
-                assert!(at >= 0, "{what}");
-                let at = at as usize * elem;
-                assert_eq!(
-                    out[o * elem..][..elem],
-                    src[at..at + elem],
-                    "{what}: element {o}"
-                );
-                for d in (0..shape.len()).rev() {
-                    index[d] += 1;
-                    if index[d] < shape[d] {
-                        break;
-                    }
-                    index[d] = 0;
-                }
-            }
-        }
-        Movement::Gather {
-            statements,
-            fills,
-            bytes_moved,
-        } => {
-            assert!(fills <= statements, "{what}");
-            // Counted from the data, not from the loop IR: run on an input of all 0xFF bytes,
-            // the output bytes that are 0xFF were copied (one read and one write each) and the
-            // others are padding zeros (one write each). These ops write every output byte
-            // exactly once.
-            let ones = run(&vec![0xFF; src.len()]);
-            let copied = ones.iter().filter(|&&b| b == 0xFF).count() as u64;
-            let filled = ones.len() as u64 - copied;
-            assert_eq!(*bytes_moved, 2 * copied + filled, "{what}");
-        }
-        other => panic!("unexpected movement {other:?}"),
+    let what = format!("{name} on {input}");
+    assert_describes(m, elem, &src, &out, &what);
+    if let Movement::Gather { bytes_moved, .. } = m {
+        // Counted from the data, not from the loop IR: run on an input of all 0xFF bytes,
+        // the output bytes that are 0xFF were copied (one read and one write each) and the
+        // others are padding zeros (one write each). These ops write every output byte
+        // exactly once.
+        let ones = run(&vec![0xFF; src.len()]);
+        let copied = ones.iter().filter(|&&b| b == 0xFF).count() as u64;
+        let filled = ones.len() as u64 - copied;
+        assert_eq!(*bytes_moved, 2 * copied + filled, "{what}: {m:?}");
     }
 }
 

@@ -175,6 +175,11 @@ proptest! {
     }
 
     #[test]
+    fn differential_chains_of_small_ops(data in bytes(96)) {
+        bodies::chain_differential_bytes(&data);
+    }
+
+    #[test]
     fn tight_loop_kernels_in_guarded_buffers(data in bytes(96)) {
         bodies::tight_loops_bytes(&data);
     }
@@ -209,7 +214,7 @@ fn decoders_reach_every_op() {
             _ => invalid += 1,
         }
     }
-    assert_eq!(names.len(), 7, "{names:?}");
+    assert_eq!(names.len(), 13, "{names:?}");
     assert!(
         valid > 100 && invalid > 100,
         "{valid} valid, {invalid} invalid"

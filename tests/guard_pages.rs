@@ -488,7 +488,7 @@ fn deep_bands_of_gathers_in_guarded_buffers() {
     }
 }
 
-/// Random small ops of all seven kinds through the differential body, which runs the JIT in
+/// Random small ops of all thirteen kinds through the differential body, which runs the JIT in
 /// guarded buffers.
 #[test]
 fn random_ops_in_guarded_buffers() {

@@ -18,13 +18,18 @@
 
 #[path = "guarded.rs"]
 pub mod guarded;
+#[path = "movement.rs"]
+pub mod movement;
 
 use guarded::{Guard, GuardedBuf};
 use relayout::ir::{
     interpret, interpret_loops, parse_any, verify_kernel, verify_loop_kernel, Action, AnyKernel,
     DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType,
 };
-use relayout::{compile, AttrValue, Attrs, DataFormat, DepthToSpaceMode, Op, PadValue};
+use relayout::{
+    compile, compile_chain, AttrValue, Attrs, ChainError, DataFormat, DepthToSpaceMode, Op,
+    PadMode, PadValue,
+};
 
 // =============================================================================================
 // Decoding fuzzer bytes
@@ -377,13 +382,46 @@ const EXACT_SUM_DTYPES: [DType; 7] = [
     DType::Bool,
 ];
 
-/// A small valid op of any of the seven kinds, valid by construction. Its tensors have at most
-/// a few hundred elements; a batch of 0 now and then gives an empty tensor.
+/// A small valid op of any of the thirteen kinds, valid by construction. Its tensors have at
+/// most a few hundred elements; a batch of 0 now and then gives an empty tensor.
 pub fn small_valid_op(inp: &mut Input) -> (Op, TensorType) {
     let dtype = inp.pick(&DType::ALL);
     // Mostly 1 or 2, sometimes an empty batch.
     let batch = |inp: &mut Input| if inp.one_in(16) { 0 } else { inp.urange(1, 2) };
-    match inp.below(7) {
+    match inp.below(13) {
+        7 => {
+            let shape = small_shape(inp, 1, 5, 3);
+            (
+                small_transpose(inp, shape.len()),
+                TensorType::new(dtype, shape),
+            )
+        }
+        8 => {
+            let input = TensorType::new(dtype, small_shape(inp, 1, 3, 4));
+            (small_pad(inp, &input), input)
+        }
+        9 => {
+            let mut shape = small_shape(inp, 1, 3, 5);
+            // Slices of empty dims clamp to empty windows.
+            if inp.one_in(8) {
+                let at = inp.below(shape.len() as u64) as usize;
+                shape[at] = 0;
+            }
+            (small_slice(inp, shape.len()), TensorType::new(dtype, shape))
+        }
+        10 => {
+            let shape = small_shape(inp, 1, 3, 3);
+            let repeats = (0..shape.len()).map(|_| inp.range(0, 3)).collect();
+            (Op::Tile { repeats }, TensorType::new(dtype, shape))
+        }
+        11 => {
+            let shape = small_shape(inp, 1, 4, 3);
+            (small_reshape(inp, &shape), TensorType::new(dtype, shape))
+        }
+        12 => {
+            let n = batch(inp);
+            small_im2col(inp, dtype, n)
+        }
         0 => {
             let b = inp.range(2, 4);
             let format = data_format(inp);
@@ -533,6 +571,198 @@ pub fn small_valid_op(inp: &mut Input) -> (Op, TensorType) {
             )
         }
     }
+}
+
+/// A shape of `min_rank..=max_rank` dims of `1..=max_dim` each.
+fn small_shape(inp: &mut Input, min_rank: u64, max_rank: u64, max_dim: u64) -> Vec<u64> {
+    let rank = inp.urange(min_rank, max_rank);
+    (0..rank).map(|_| inp.urange(1, max_dim)).collect()
+}
+
+/// A permutation of `0..rank` (a shuffle), or now and then `None`, ONNX's reversal.
+fn small_transpose(inp: &mut Input, rank: usize) -> Op {
+    if inp.one_in(5) {
+        return Op::Transpose { perm: None };
+    }
+    let mut perm: Vec<i64> = (0..rank as i64).collect();
+    for i in (1..rank).rev() {
+        perm.swap(i, inp.below(i as u64 + 1) as usize);
+    }
+    Op::Transpose { perm: Some(perm) }
+}
+
+/// A Pad of any mode, with crops (negative pads), `axes` (negative ones too) and a constant of
+/// the dtype; where the draw is not valid for the mode (reflect needs pads below the dim, a
+/// crop must leave a dim of at least 0), a zero Pad of the same axes with small pads.
+fn small_pad(inp: &mut Input, input: &TensorType) -> Op {
+    let rank = input.shape.len();
+    let mode = inp.pick(&[
+        PadMode::Constant,
+        PadMode::Reflect,
+        PadMode::Edge,
+        PadMode::Wrap,
+    ]);
+    let axes: Option<Vec<i64>> = if inp.flag() {
+        None
+    } else {
+        let mut axes: Vec<i64> = (0..rank as i64).collect();
+        for i in (1..rank).rev() {
+            axes.swap(i, inp.below(i as u64 + 1) as usize);
+        }
+        axes.truncate(inp.urange(1, rank as u64) as usize);
+        // An axis counted from the end names the same dim.
+        Some(
+            axes.into_iter()
+                .map(|a| if inp.one_in(3) { a - rank as i64 } else { a })
+                .collect(),
+        )
+    };
+    let n = axes.as_ref().map_or(rank, Vec::len);
+    let pads: Vec<i64> = (0..2 * n).map(|_| inp.range(-2, 3)).collect();
+    let constant_value = inp.pick(&[
+        PadValue::ZERO,
+        PadValue::Int(1),
+        PadValue::Int(-3),
+        PadValue::Int(7),
+        PadValue::float(-0.0),
+        PadValue::float(0.5),
+        PadValue::Bool(true),
+    ]);
+    // A constant the dtype does not have (-3 unsigned, 0.5 in an integer) is zero instead.
+    for constant_value in [constant_value, PadValue::ZERO] {
+        let op = Op::Pad {
+            pads: pads.clone(),
+            mode,
+            constant_value,
+            axes: axes.clone(),
+        };
+        if op.output_type(input).is_ok() {
+            return op;
+        }
+    }
+    Op::Pad {
+        pads: pads.iter().map(|&p| p.clamp(0, 2)).collect(),
+        mode: PadMode::Constant,
+        constant_value: PadValue::ZERO,
+        axes,
+    }
+}
+
+/// A Slice of some axes (in any order, some counted from the end), with bounds that need
+/// ONNX's clamping (beyond the dim, negative, `i64::MIN` and `i64::MAX`) and steps of either
+/// sign; `axes` and `steps` are sometimes left to their defaults.
+fn small_slice(inp: &mut Input, rank: usize) -> Op {
+    let mut axes: Vec<i64> = (0..rank as i64).collect();
+    let default_axes = inp.one_in(4);
+    if !default_axes {
+        for i in (1..rank).rev() {
+            axes.swap(i, inp.below(i as u64 + 1) as usize);
+        }
+    }
+    axes.truncate(inp.urange(1, rank as u64) as usize);
+    let bound = |inp: &mut Input| match inp.below(8) {
+        0 => i64::MIN,
+        1 => i64::MAX,
+        _ => inp.range(-7, 7),
+    };
+    let starts = axes.iter().map(|_| bound(inp)).collect();
+    let ends = axes.iter().map(|_| bound(inp)).collect();
+    let steps: Option<Vec<i64>> = if inp.one_in(4) {
+        None
+    } else {
+        Some(
+            axes.iter()
+                .map(|_| inp.pick(&[-3, -2, -1, 1, 2, 3]))
+                .collect(),
+        )
+    };
+    let axes = (!default_axes).then(|| {
+        axes.into_iter()
+            .map(|a| if inp.one_in(3) { a - rank as i64 } else { a })
+            .collect()
+    });
+    Op::Slice {
+        starts,
+        ends,
+        axes,
+        steps,
+    }
+}
+
+/// A Reshape that regroups `shape`'s dims (products of neighbours, or a dim split off as 1s),
+/// with one size sometimes left to -1 and, without `allowzero`, sizes equal to the input dim
+/// at their index sometimes written as 0 (copy that dim).
+fn small_reshape(inp: &mut Input, shape: &[u64]) -> Op {
+    let mut target: Vec<i64> = Vec::new();
+    let mut group = 1u64;
+    for (i, &d) in shape.iter().enumerate() {
+        group *= d;
+        if i + 1 == shape.len() || inp.flag() {
+            target.push(group as i64);
+            group = 1;
+            if inp.one_in(6) {
+                target.push(1);
+            }
+        }
+    }
+    // Without `allowzero`, a 0 would copy the input dim at its index, and a -1 cannot be
+    // inferred from zero elements: an empty input is reshaped with real zeros.
+    let empty = shape.contains(&0);
+    let allowzero = empty || inp.one_in(4);
+    if !allowzero {
+        for (i, t) in target.iter_mut().enumerate() {
+            if shape.get(i) == Some(&(*t as u64)) && inp.one_in(3) {
+                *t = 0;
+            }
+        }
+    }
+    if !empty && inp.flag() {
+        let at = inp.below(target.len() as u64) as usize;
+        if target[at] != 0 {
+            target[at] = -1;
+        }
+    }
+    Op::Reshape {
+        shape: target,
+        allowzero,
+    }
+}
+
+/// An Im2Col of 1 to 3 spatial dims, with strides, dilations and pads; an image too small for
+/// its dilated block is grown until the block fits once. Strides, dilations and pads are now
+/// and then left to their defaults (then all 1, 1 and 0).
+fn small_im2col(inp: &mut Input, dtype: DType, n: u64) -> (Op, TensorType) {
+    let m = inp.urange(1, 3) as usize;
+    let c = inp.urange(1, 2);
+    let (defaults_s, defaults_d, defaults_p) = (inp.one_in(4), inp.one_in(4), inp.one_in(4));
+    let mut shape = vec![n, c];
+    let (mut block, mut dil, mut begins, mut ends, mut strides) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..m {
+        let k = inp.range(1, 3);
+        let s = if defaults_s { 1 } else { inp.range(1, 3) };
+        let d = if defaults_d { 1 } else { inp.range(1, 2) };
+        let (pb, pe) = if defaults_p {
+            (0, 0)
+        } else {
+            (inp.range(0, 2), inp.range(0, 1))
+        };
+        let span = d * (k - 1) + 1;
+        shape.push(inp.range(1, 5).max(span - pb - pe).max(1) as u64);
+        block.push(k);
+        dil.push(d);
+        begins.push(pb);
+        ends.push(pe);
+        strides.push(s);
+    }
+    begins.extend(ends);
+    let op = Op::Im2Col {
+        block_shape: block,
+        dilations: (!defaults_d).then_some(dil),
+        pads: (!defaults_p).then_some(begins),
+        strides: (!defaults_s).then_some(strides),
+    };
+    (op, TensorType::new(dtype, shape))
 }
 
 /// Deterministic bytes from a seed (splitmix64): every byte pattern, NaNs and `-0.0` included.
@@ -1130,14 +1360,15 @@ pub fn decode_op_description(inp: &mut Input) -> (String, Attrs, TensorType) {
         _ => {
             let (op, mut input) = small_valid_op(inp);
             let (name, mut attrs) = op_to_attrs(&op);
+            // (A Transpose of the default perm has no attribute to change.)
             match inp.below(4) {
-                0 => {
+                0 if !attrs.is_empty() => {
                     // One attribute replaced by anything.
                     let keys: Vec<String> = attrs.keys().cloned().collect();
                     let key = inp.pick(&keys);
                     attrs.insert(key, attr_value(inp, 0));
                 }
-                1 => {
+                1 if !attrs.is_empty() => {
                     // One integer somewhere in the attributes set to an edge value.
                     let keys: Vec<String> = attrs.keys().cloned().collect();
                     let key = inp.pick(&keys);
@@ -1178,9 +1409,10 @@ pub fn op_validation_bytes(data: &[u8]) {
 // =============================================================================================
 // Body 3: differential, JIT == interpreter == reference
 
-/// A valid op: the JIT (in guarded buffers, one thread and two), the interpreter on the
+/// A valid op: the JIT (in guarded buffers, one thread and several), the interpreter on the
 /// lowered, the simplified and the loop IR, and the reference implementation produce the same
-/// bytes; and every stage prints to text that parses back to it.
+/// bytes; every stage prints to text that parses back to it; and the movement analysis's
+/// answer describes the output.
 pub fn differential(op: &Op, input: &TensorType, seed: u64) {
     let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
     let output = kernel.output_type().clone();
@@ -1235,6 +1467,14 @@ pub fn differential(op: &Op, input: &TensorType, seed: u64) {
             );
         }
     }
+    let elem = input.dtype.size() as usize;
+    movement::assert_describes(
+        &kernel.movement(),
+        elem,
+        &src,
+        &reference,
+        &format!("{op:?} on {input}"),
+    );
 }
 
 pub fn differential_bytes(data: &[u8]) {
@@ -1242,6 +1482,151 @@ pub fn differential_bytes(data: &[u8]) {
     let (op, input) = small_valid_op(&mut inp);
     let seed = inp.u64();
     differential(&op, &input, seed);
+}
+
+// =============================================================================================
+// Body: chains of small ops composed into one kernel
+
+/// An op valid for `input`, of the kinds that take any shape (Transpose, Pad, Slice, Tile,
+/// Reshape), or a SpaceToDepth or DepthToSpace where the shape is an image that fits one.
+pub fn op_for(inp: &mut Input, input: &TensorType) -> Op {
+    let rank = input.shape.len();
+    if rank == 0 {
+        return Op::Reshape {
+            shape: vec![1],
+            allowzero: false,
+        };
+    }
+    match inp.below(6) {
+        0 => small_transpose(inp, rank),
+        1 => small_pad(inp, input),
+        2 => small_slice(inp, rank),
+        // At most twice along each dim, so that chains stay small.
+        3 => Op::Tile {
+            repeats: (0..rank).map(|_| inp.range(0, 2)).collect(),
+        },
+        4 => small_reshape(inp, &input.shape),
+        _ => {
+            let block = inp.range(2, 3);
+            let op = match inp.below(4) {
+                0 => Op::SpaceToDepth {
+                    block_size: block,
+                    data_format: DataFormat::Nhwc,
+                },
+                1 => Op::SpaceToDepth {
+                    block_size: block,
+                    data_format: DataFormat::Nchw,
+                },
+                k => Op::DepthToSpace {
+                    block_size: block,
+                    data_format: if k == 2 {
+                        DataFormat::Nhwc
+                    } else {
+                        DataFormat::Nchw
+                    },
+                    mode: if inp.flag() {
+                        DepthToSpaceMode::Crd
+                    } else {
+                        DepthToSpaceMode::Dcr
+                    },
+                },
+            };
+            if op.output_type(input).is_ok() {
+                op
+            } else {
+                small_transpose(inp, rank)
+            }
+        }
+    }
+}
+
+/// A chain of ops composed into one kernel (`compile_chain`) gives what running its ops one by
+/// one in the reference gives: run by the JIT in guarded buffers, in one piece and several,
+/// and by the interpreter at every stage; its movement answer describes the chain. A chain
+/// that holds a Col2Im (a scatter-add), or an Im2Col anywhere but at its end, must be refused
+/// as not composable.
+pub fn chain_differential(ops: &[Op], input: &TensorType, seed: u64) {
+    let src = random_bytes(byte_len(input), seed);
+    let what = format!("{ops:?} on {input}");
+    let mut ty = input.clone();
+    let mut want = src.clone();
+    for op in ops {
+        want = relayout_reference::reference(op, &ty, &want)
+            .unwrap_or_else(|e| panic!("the reference refused {op:?} on {ty}: {e}"));
+        ty = op.output_type(&ty).expect("the chain's ops are valid");
+    }
+    let chain = match compile_chain(ops, input) {
+        Ok(chain) => chain,
+        // Col2Im adds into its output, and Im2Col writes through a scatter of blocks, which
+        // another op cannot read element by element: it may only end a chain.
+        Err(relayout::Error::Chain(ChainError::NotComposable { index, op, .. }))
+            if op == "Col2Im" || (op == "Im2Col" && index + 1 < ops.len()) =>
+        {
+            assert_eq!(ops[index].name(), op, "{what}");
+            return;
+        }
+        Err(e) => panic!("{what}: {e}"),
+    };
+    assert_eq!(chain.output_type(), &ty, "{what}");
+    let stages = chain.stages();
+    let out_len = byte_len(&ty);
+    for (stage, k) in [
+        ("lowered", &stages.lowered),
+        ("optimized", &stages.optimized),
+    ] {
+        let mut got = random_bytes(out_len, seed ^ 1);
+        interpret(k, &src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            got == want,
+            "{stage} IR of the chain vs one by one: {what}\n{k}"
+        );
+    }
+    let mut got = random_bytes(out_len, seed ^ 2);
+    interpret_loops(&stages.loops, &src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        got == want,
+        "loop IR of the chain vs one by one: {what}\n{}",
+        stages.loops
+    );
+    for guard in Guard::BOTH {
+        for pieces in PIECES {
+            let guarded_src = GuardedBuf::from_bytes(&src, guard);
+            let mut dst = GuardedBuf::from_bytes(&random_bytes(out_len, seed ^ 3), guard);
+            let report = chain
+                .run_split(&guarded_src, &mut dst, relayout::Split::Pieces(pieces))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_split(&report, pieces, &stages.loops);
+            assert!(
+                dst[..] == want[..],
+                "the composed kernel ({pieces} pieces, guard at {guard:?}) vs one by one: \
+                 {what}\n{}",
+                stages.loops
+            );
+        }
+    }
+    let elem = input.dtype.size() as usize;
+    movement::assert_describes(&chain.movement(), elem, &src, &want, &what);
+}
+
+/// Chains of no more elements than this are run; a longer chain stops growing here.
+const CHAIN_MAX_ELEMENTS: u64 = 4096;
+
+pub fn chain_differential_bytes(data: &[u8]) {
+    let mut inp = Input::new(data);
+    let (first, input) = small_valid_op(&mut inp);
+    let mut ty = first.output_type(&input).expect("a valid op");
+    let mut ops = vec![first];
+    for _ in 0..inp.urange(1, 3) {
+        let op = op_for(&mut inp, &ty);
+        let next = op.output_type(&ty).expect("op_for makes valid ops");
+        if next.num_elements().map_or(true, |n| n > CHAIN_MAX_ELEMENTS) {
+            break;
+        }
+        ops.push(op);
+        ty = next;
+    }
+    let seed = inp.u64();
+    chain_differential(&ops, &input, seed);
 }
 
 // =============================================================================================
