@@ -504,19 +504,10 @@ impl Kernel {
     }
 
     /// The kind of :attr:`movement`, to branch on: ``"view"``, ``"contiguous copy"``,
-    /// ``"permutation"``, ``"strided view"`` or ``"gather"`` (``"other"`` for a kind this
-    /// module does not know yet).
+    /// ``"permutation"``, ``"strided view"`` or ``"gather"``.
     #[getter]
     fn movement_kind(&self) -> &'static str {
-        match self.compiled.movement() {
-            Movement::NoMovement => "view",
-            Movement::ContiguousCopy { .. } => "contiguous copy",
-            Movement::Permutation { .. } => "permutation",
-            Movement::StridedView { .. } => "strided view",
-            Movement::Gather { .. } => "gather",
-            // A kind added to the facade later, before this module names it.
-            _ => "other",
-        }
+        self.compiled.movement().kind()
     }
 
     /// The bytes the kernel reads and writes in one run.

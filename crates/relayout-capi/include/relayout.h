@@ -105,8 +105,8 @@ char *relayout_kernel_movement(const relayout_kernel_t *k);
 
 /*
  * The kind of relayout_kernel_movement(), to branch on: "view", "contiguous copy",
- * "permutation", "strided view" or "gather" ("other" for a kind this library does not name
- * yet). A static string: do not free it. NULL when `k` is NULL.
+ * "permutation", "strided view" or "gather" (a kind added later gets a word of its own). A
+ * static string: do not free it. NULL when `k` is NULL.
  */
 const char *relayout_kernel_movement_kind(const relayout_kernel_t *k);
 

@@ -33,7 +33,7 @@
 pub mod runtime;
 
 use relayout::ir::TensorType;
-use relayout::{CompiledOp, Error, ErrorCategory, Movement, Op};
+use relayout::{CompiledOp, Error, ErrorCategory, Op};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -442,8 +442,8 @@ pub unsafe extern "C" fn relayout_kernel_movement(k: *const relayout_kernel) -> 
 }
 
 /// The kind of [`relayout_kernel_movement`], to branch on: "view", "contiguous copy",
-/// "permutation", "strided view" or "gather" ("other" for a kind this library does not name
-/// yet); a static string, not to be freed. NULL when `k` is NULL.
+/// "permutation", "strided view" or "gather" (`Movement::kind`); a static string, not to be
+/// freed. NULL when `k` is NULL.
 ///
 /// # Safety
 /// `k` is NULL or a live kernel.
@@ -453,17 +453,7 @@ pub unsafe extern "C" fn relayout_kernel_movement_kind(k: *const relayout_kernel
     let Some(k) = (unsafe { k.as_ref() }) else {
         return ptr::null();
     };
-    guard_value(ptr::null(), || {
-        let kind = match k.op.movement() {
-            Movement::NoMovement => c"view",
-            Movement::ContiguousCopy { .. } => c"contiguous copy",
-            Movement::Permutation { .. } => c"permutation",
-            Movement::StridedView { .. } => c"strided view",
-            Movement::Gather { .. } => c"gather",
-            _ => c"other",
-        };
-        kind.as_ptr()
-    })
+    guard_value(ptr::null(), || k.op.movement().kind_c().as_ptr())
 }
 
 /// Frees a string returned by [`relayout_kernel_ir`] or [`relayout_kernel_movement`]; NULL is

@@ -135,6 +135,35 @@ pub enum Movement {
     },
 }
 
+impl Movement {
+    /// The kind in a word or two, to branch on: "view", "contiguous copy", "permutation",
+    /// "strided view" or "gather". These are the words the Python package's `movement_kind`
+    /// and the C API's `relayout_kernel_movement_kind` give.
+    ///
+    /// ```
+    /// use relayout_ir::Movement;
+    /// let gather = Movement::Gather { statements: 3, fills: 1, bytes_moved: 4096 };
+    /// assert_eq!(gather.kind(), "gather");
+    /// assert_eq!(Movement::NoMovement.kind_c(), c"view");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        self.kind_c()
+            .to_str()
+            .expect("the kinds are ASCII literals")
+    }
+
+    /// [`Movement::kind`] as a static C string (NUL-terminated), for the C API.
+    pub fn kind_c(&self) -> &'static std::ffi::CStr {
+        match self {
+            Movement::NoMovement => c"view",
+            Movement::ContiguousCopy { .. } => c"contiguous copy",
+            Movement::Permutation { .. } => c"permutation",
+            Movement::StridedView { .. } => c"strided view",
+            Movement::Gather { .. } => c"gather",
+        }
+    }
+}
+
 /// One line for a log or a report: what moves, in the variant's terms.
 ///
 /// ```
