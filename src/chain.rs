@@ -11,9 +11,10 @@
 //! the whole tensor, and a Slice of the middle of a reflect Pad one plain copy.
 //!
 //! Col2Im is a scatter-add (overlapping blocks are summed), which has no gather form, so it
-//! cannot be in a chain. Im2Col writes its output through a map that is not the identity (a
-//! scatter of blocks): it can end a chain but not feed the next op. The chain is refused with
-//! the op and the statement that breaks the form.
+//! cannot be in a chain: the chain is refused with the op and the statement that breaks the
+//! form. Im2Col's own lowering writes its output through a scatter of blocks; an Im2Col that
+//! feeds the next op is lowered as a gather instead (`Op::lower_gather`: a zero fill, then a
+//! copy that reads each output element's image position), so it composes like SpaceToBatch.
 
 use crate::analysis::{self, Movement};
 use crate::runner::Runner;
@@ -42,7 +43,7 @@ pub enum ChainError {
         source: OpError,
     },
     /// The op at `index` cannot be composed with its neighbour: it accumulates (Col2Im), or
-    /// it scatters (Im2Col) and another op reads its output.
+    /// the composed kernel would be too large (then compose the chain in two parts).
     #[error("op {index} of the chain ({op}) cannot be composed: {reason}")]
     NotComposable {
         /// The op's position in the chain, from 0.
@@ -96,7 +97,14 @@ pub fn compose_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, ChainErro
     let mut ty = input.clone();
     let mut chain: Option<Chain> = None;
     for (index, op) in ops.iter().enumerate() {
-        let kernel = op.lower(&ty).map_err(|source| ChainError::Op {
+        // An op whose output the next op reads is lowered as a gather (Im2Col's own lowering
+        // scatters its blocks); the last op as it compiles on its own.
+        let lower = if index + 1 < ops.len() {
+            Op::lower_gather
+        } else {
+            Op::lower
+        };
+        let kernel = lower(op, &ty).map_err(|source| ChainError::Op {
             index,
             op: op.name(),
             input: ty.clone(),
@@ -144,8 +152,7 @@ fn not_composable(ops: &[Op], index: usize, e: ComposeError) -> ChainError {
 /// Composes `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
-/// Every op but Col2Im can be in a chain, Im2Col only as the last op; see the
-/// [module documentation](self). A chain that cannot be composed is an [`Error::Chain`] that says
+/// Every op but Col2Im can be in a chain; see the [module documentation](self). A chain that cannot be composed is an [`Error::Chain`] that says
 /// why; simplifying or compiling the composed kernel fails with the same errors as
 /// [`compile`](crate::compile).
 ///

@@ -568,32 +568,58 @@ fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
     }
 }
 
-/// Im2Col writes its output through a scatter of blocks: it may end a chain, and a chain that
-/// reads its output is refused, naming it. Col2Im is refused anywhere (see above).
+/// Im2Col may end a chain (lowered as on its own, a scatter of blocks) and feed one (lowered
+/// as a gather): PyTorch's `unfold(x).transpose(1, 2)`, the columns of a convolution as rows,
+/// is one kernel, padded or not, in 1-D to 3-D, and so is a Reshape of the columns.
 #[test]
-fn im2col_ends_a_chain_but_cannot_feed_one() {
+fn im2col_ends_and_feeds_chains() {
     let mut rng = Rng(14);
-    let im2col = Op::Im2Col {
-        block_shape: vec![2, 3],
-        dilations: Some(vec![1, 2]),
-        pads: Some(vec![1, 0, 0, 2]),
-        strides: Some(vec![1, 2]),
-    };
+    let im2col =
+        |block: Vec<i64>, dilations: Vec<i64>, pads: Vec<i64>, strides: Vec<i64>| Op::Im2Col {
+            block_shape: block,
+            dilations: Some(dilations),
+            pads: Some(pads),
+            strides: Some(strides),
+        };
+    let padded = im2col(vec![2, 3], vec![1, 2], vec![1, 0, 0, 2], vec![1, 2]);
     let input = t(DType::F32, &[2, 5, 6, 3]);
     check_chain(
-        &[transpose(&[0, 3, 1, 2]), im2col.clone()],
+        &[transpose(&[0, 3, 1, 2]), padded.clone()],
         &input,
         &mut rng,
     );
     let nchw = t(DType::F32, &[2, 3, 5, 6]);
-    let err = compile_chain(&[im2col, transpose(&[0, 2, 1])], &nchw).unwrap_err();
-    match err {
-        Error::Chain(ChainError::NotComposable { index, op, reason }) => {
-            assert_eq!((index, op), (0, "Im2Col"));
-            assert!(reason.contains("scatters"), "{reason}");
-        }
-        other => panic!("expected NotComposable, got {other}"),
+    check_chain(&[padded.clone(), transpose(&[0, 2, 1])], &nchw, &mut rng);
+    let unpadded = im2col(vec![3, 3], vec![1, 1], vec![0, 0, 0, 0], vec![1, 1]);
+    for dtype in [DType::U8, DType::F64] {
+        check_chain(
+            &[unpadded.clone(), transpose(&[0, 2, 1])],
+            &t(dtype, &[1, 2, 5, 4]),
+            &mut rng,
+        );
     }
+    let reshape = Op::Reshape {
+        shape: vec![-1],
+        allowzero: false,
+    };
+    check_chain(&[padded, reshape], &nchw, &mut rng);
+    let one_d = im2col(vec![3], vec![2], vec![2, 1], vec![2]);
+    let three_d = im2col(
+        vec![2, 1, 2],
+        vec![1, 1, 2],
+        vec![1, 0, 0, 0, 1, 1],
+        vec![1, 2, 1],
+    );
+    check_chain(
+        &[one_d, transpose(&[2, 0, 1])],
+        &t(DType::I16, &[2, 3, 7]),
+        &mut rng,
+    );
+    check_chain(
+        &[three_d, transpose(&[0, 2, 1])],
+        &t(DType::F32, &[1, 2, 3, 4, 3]),
+        &mut rng,
+    );
 }
 
 /// Random chains of the ops around the seeds (Transpose, Pad in every mode, Slice, Tile,

@@ -5,7 +5,7 @@
 //! positions; `q` and `l` are row-major multi-indices.
 
 use crate::blocks::{BlockGeometry, BlockMaps, BlockPlan};
-use crate::lowering::{domain, konst, within};
+use crate::lowering::{d, domain, fill_all, gather, konst, konsts, unravel, within};
 use crate::validate::{check_tensor, fail, list, mul, nonneg, product};
 use crate::{ErrorCategory, OpError};
 use relayout_ir::{Action, Kernel, Stmt, TensorType};
@@ -152,6 +152,44 @@ pub(crate) fn lower_im2col(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel,
         dst,
         action: Action::Copy { src },
     });
+    Ok(Kernel {
+        name: "im2col".into(),
+        src: ty.clone(),
+        dst: plan.output_type.clone(),
+        stmts,
+    })
+}
+
+/// Im2Col as a gather over the output box, in SpaceToBatchND's shape: a zero fill of the whole
+/// output (when an axis is padded), then one copy that reads each output element's image
+/// position, guarded to the image. The point `(n, c, k, l)` of [`lower_im2col`]'s statement
+/// comes back from the output index `(n, row, col)` by unravelling `row` over `[C, *block]`
+/// and `col` over the block positions. Chains need this form to read an Im2Col's output (every
+/// statement writes `dst[d]` at point `d`); on its own, the scatter of [`lower_im2col`] is what
+/// the passes make the better kernel from.
+pub(crate) fn lower_im2col_gather(plan: &Im2ColPlan, ty: &TensorType) -> Result<Kernel, OpError> {
+    let BlockMaps { image, guard, .. } = plan.maps(OP)?;
+    let m = plan.image.len();
+    let mut channel_extents = vec![konst(OP, plan.channels)?];
+    channel_extents.extend(konsts(OP, &plan.block)?);
+    // [c, k_1..k_m], then [l_1..l_m]: the point's dims 1.. in order.
+    let mut point = unravel(OP, &d(1), &channel_extents)?;
+    point.extend(unravel(OP, &d(2), &konsts(OP, &plan.blocks)?)?);
+    debug_assert_eq!(point.len(), 1 + 2 * m);
+    let at = |i: usize| if i == 0 { d(0) } else { point[i - 1].clone() };
+    let src = image.iter().map(|e| e.substitute(&at)).collect();
+    let guard: Vec<_> = guard
+        .into_iter()
+        .map(|c| within(c.expr.substitute(&at), c.lo, c.hi))
+        .collect();
+    let out = &plan.output_type.shape;
+    let mut stmts = Vec::new();
+    // A zero fill of the whole output, not only of the padding: a chain proves that the
+    // next op reads only written elements from the unguarded statements alone.
+    if !guard.is_empty() {
+        stmts.push(fill_all(out));
+    }
+    stmts.push(gather(out, src, guard));
     Ok(Kernel {
         name: "im2col".into(),
         src: ty.clone(),

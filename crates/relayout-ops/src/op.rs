@@ -406,6 +406,24 @@ impl Op {
         Ok(self.plan(input)?.output_type().clone())
     }
 
+    /// [`Op::lower`], but every statement writes `dst[d]` at point `d` over a box of the
+    /// output (a gather, or a fill), which is what a chain needs of an op whose output another
+    /// op reads. The same kernel as [`Op::lower`] for every op but Im2Col (whose `lower`
+    /// scatters its blocks) and Col2Im (a scatter-add, which has no gather form: its `lower`
+    /// is returned, and chains refuse it).
+    pub fn lower_gather(&self, input: &TensorType) -> Result<Kernel, OpError> {
+        match self.plan(input)? {
+            Plan::Im2Col(p) if p.output_type.num_elements().ok() != Some(0) => {
+                let mut kernel = im2col::lower_im2col_gather(&p, input)?;
+                if input.num_elements().ok() == Some(0) {
+                    kernel.stmts.retain(|s| s.action.is_fill());
+                }
+                Ok(kernel)
+            }
+            _ => self.lower(input),
+        }
+    }
+
     /// Validates and lowers to the index-map IR, unsimplified.
     ///
     /// Zero-sized tensors are valid. An empty output gets a kernel without statements (there

@@ -239,3 +239,46 @@ proptest! {
         check_conventions(&op, &input, &k);
     }
 }
+
+/// Im2Col's gather form (what a chain lowers an Im2Col that feeds the next op to) follows the
+/// gather conventions (one unguarded fill first when padded, one copy at `dst[d]` guarded on
+/// its source indices) and writes what the scatter form writes, in 1-D to 3-D, padded or not,
+/// with dilations, strides and empty tensors; for every other op it is `lower`'s kernel.
+#[test]
+fn im2col_gather_form_matches_the_scatter_form() {
+    let im2col = |block: &[i64], dil: &[i64], pads: &[i64], strides: &[i64]| Op::Im2Col {
+        block_shape: block.to_vec(),
+        dilations: Some(dil.to_vec()),
+        pads: Some(pads.to_vec()),
+        strides: Some(strides.to_vec()),
+    };
+    let cases = [
+        (im2col(&[3, 3], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 2, 5, 6]),
+        (im2col(&[3, 3], &[1, 1], &[0, 0, 0, 0], &[1, 1]), vec![2, 1, 4, 4]),
+        (im2col(&[2, 3], &[2, 1], &[1, 0, 2, 1], &[2, 1]), vec![1, 3, 5, 4]),
+        (im2col(&[3], &[2], &[2, 1], &[2]), vec![2, 2, 7]),
+        (im2col(&[2, 1, 2], &[1, 1, 2], &[1, 0, 0, 0, 1, 1], &[1, 2, 1]), vec![1, 2, 3, 4, 3]),
+        (im2col(&[1, 1], &[1, 1], &[0, 0, 0, 0], &[1, 1]), vec![1, 3, 2, 2]),
+        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![0, 2, 3, 3]),
+        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 0, 3, 3]),
+        // An empty image whose padding still holds blocks: zeros only.
+        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 2, 0, 3]),
+    ];
+    for (op, shape) in cases {
+        let input = TensorType::new(DType::I32, shape);
+        let gather = op.lower_gather(&input).unwrap();
+        check_conventions(&op, &input, &gather);
+        let scatter = op.lower(&input).unwrap();
+        let src: Vec<u8> = (0..input.size_bytes().unwrap()).map(|i| (i * 7 + 1) as u8).collect();
+        let out_len = gather.dst.size_bytes().unwrap() as usize;
+        let run = |k: &Kernel| {
+            let mut out = vec![0xAB; out_len];
+            relayout_ir::interpret(k, &src, &mut out).unwrap();
+            out
+        };
+        assert_eq!(run(&gather), run(&scatter), "{op:?} on {input}\n{gather}");
+    }
+    let transpose = Op::Transpose { perm: None };
+    let input = TensorType::new(DType::F32, [2, 3]);
+    assert_eq!(transpose.lower_gather(&input), transpose.lower(&input));
+}

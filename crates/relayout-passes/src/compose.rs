@@ -20,7 +20,8 @@
 //! the chain goes on.
 //!
 //! Accumulating statements (Col2Im's scatter-add) have no such form and are refused, as is a
-//! first kernel that writes through another map (Im2Col: it can end a chain, not feed one).
+//! first kernel that writes through another map (Im2Col's own lowering: its ops crate gives
+//! chains a gather form of it, `Op::lower_gather`).
 //!
 //! Pieces whose guards can never hold at once (a reflect Pad's left border read by a Slice
 //! of its middle) are removed by `canonicalize`, which also folds the composed maps after
