@@ -812,7 +812,7 @@ fn apply<'py>(
 
 /// Composes ops applied one after another into one kernel and compiles it: one pass over the
 /// data, no intermediate array. ``ops`` is a list of ``(name, {attrs})`` pairs, op names, or
-/// ``"Name {attrs}"`` texts. Every op but Col2Im can be in a chain (Im2Col only last). Returns a :class:`Kernel`.
+/// ``"Name {attrs}"`` texts. Every op but Col2Im can be in a chain. Returns a :class:`Kernel`.
 ///
 /// Example::
 ///
