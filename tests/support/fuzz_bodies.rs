@@ -853,66 +853,82 @@ pub fn op_validation_bytes(data: &[u8]) {
 /// answer describes the output.
 pub fn differential(op: &Op, input: &TensorType, seed: u64) {
     let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
-    let output = kernel.output_type().clone();
     let src = random_bytes(byte_len(input), seed);
     let reference = relayout_reference::reference(op, input, &src)
         .unwrap_or_else(|e| panic!("the reference refused {op:?} on {input}: {e}"));
-    let stages = kernel.stages();
-    let out_len = byte_len(&output);
+    check_compiled(
+        &Compiled {
+            stages: kernel.stages(),
+            run_split: &|src, dst, split| kernel.run_split(src, dst, split),
+            movement: kernel.movement(),
+            elem: input.dtype.size() as usize,
+        },
+        &src,
+        &reference,
+        seed,
+        &format!("{op:?} on {input}"),
+    );
+}
 
-    for (what, k) in [
+/// What [`check_compiled`] needs of a compiled op or chain.
+pub struct Compiled<'a> {
+    pub stages: &'a relayout::Stages,
+    pub run_split: &'a dyn Fn(
+        &[u8],
+        &mut [u8],
+        relayout::Split,
+    ) -> Result<relayout::SplitReport, relayout::Error>,
+    pub movement: relayout::Movement,
+    /// The element size in bytes.
+    pub elem: usize,
+}
+
+/// The interpreter on the lowered, the simplified and the loop IR, and the JIT in guarded
+/// buffers (each guard; 1, 2, 3 and 7 pieces, every cuttable statement cut that many times),
+/// each from an output of garbage bytes, give `want` from `src`; every stage prints to text
+/// that parses back to it; the movement answer describes `want`.
+pub fn check_compiled(k: &Compiled, src: &[u8], want: &[u8], seed: u64, what: &str) {
+    let (stages, out_len) = (k.stages, want.len());
+    for (stage, kernel) in [
         ("lowered", &stages.lowered),
         ("optimized", &stages.optimized),
     ] {
         let mut got = random_bytes(out_len, seed ^ 1);
-        interpret(k, &src, &mut got).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            got == reference,
-            "{what} IR vs reference for {op:?} on {input}\n{k}"
-        );
+        interpret(kernel, src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(got == want, "{stage} IR vs the reference: {what}\n{kernel}");
         assert_eq!(
-            relayout::ir::parse_kernel(&k.to_string()).as_ref(),
-            Ok(k),
-            "the {what} IR does not round-trip"
+            relayout::ir::parse_kernel(&kernel.to_string()).as_ref(),
+            Ok(kernel),
+            "the {stage} IR does not round-trip: {what}"
         );
     }
     let mut got = random_bytes(out_len, seed ^ 2);
-    interpret_loops(&stages.loops, &src, &mut got).unwrap_or_else(|e| panic!("{e}"));
+    interpret_loops(&stages.loops, src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
-        got == reference,
-        "loop IR vs reference for {op:?} on {input}\n{}",
+        got == want,
+        "loop IR vs the reference: {what}\n{}",
         stages.loops
     );
     assert_eq!(
         relayout::ir::parse_loop_kernel(&stages.loops.to_string()).as_ref(),
         Ok(&stages.loops),
-        "the loop IR does not round-trip"
+        "the loop IR does not round-trip: {what}"
     );
-
     for guard in Guard::BOTH {
         for pieces in PIECES {
-            let src = GuardedBuf::from_bytes(&src, guard);
+            let guarded_src = GuardedBuf::from_bytes(src, guard);
             let mut dst = GuardedBuf::from_bytes(&random_bytes(out_len, seed ^ 3), guard);
-            let report = kernel
-                .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
-                .unwrap_or_else(|e| panic!("{e}"));
+            let report = (k.run_split)(&guarded_src, &mut dst, relayout::Split::Pieces(pieces))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_split(&report, pieces, &stages.loops);
             assert!(
-                dst[..] == reference[..],
-                "JIT ({pieces} pieces, guard at {guard:?}) vs reference for {op:?} on \
-                 {input}\n{}",
+                dst[..] == want[..],
+                "JIT ({pieces} pieces, guard at {guard:?}) vs the reference: {what}\n{}",
                 stages.loops
             );
         }
     }
-    let elem = input.dtype.size() as usize;
-    movement::assert_describes(
-        &kernel.movement(),
-        elem,
-        &src,
-        &reference,
-        &format!("{op:?} on {input}"),
-    );
+    movement::assert_describes(&k.movement, k.elem, src, want, what);
 }
 
 pub fn differential_bytes(data: &[u8]) {
@@ -926,9 +942,8 @@ pub fn differential_bytes(data: &[u8]) {
 // Body: chains of small ops composed into one kernel
 
 /// A chain of ops composed into one kernel (`compile_chain`) gives what running its ops one by
-/// one in the reference gives: run by the JIT in guarded buffers, in one piece and several,
-/// and by the interpreter at every stage; its movement answer describes the chain. A chain
-/// that holds a Col2Im (a scatter-add) must be refused as not composable.
+/// one in the reference gives, as [`check_compiled`] checks it. A chain that holds a Col2Im (a
+/// scatter-add) must be refused as not composable.
 pub fn chain_differential(ops: &[Op], input: &TensorType, seed: u64) {
     let src = random_bytes(byte_len(input), seed);
     let what = format!("{ops:?} on {input}");
@@ -958,44 +973,18 @@ pub fn chain_differential(ops: &[Op], input: &TensorType, seed: u64) {
         Err(e) => panic!("{what}: {e}"),
     };
     assert_eq!(chain.output_type(), &ty, "{what}");
-    let stages = chain.stages();
-    let out_len = byte_len(&ty);
-    for (stage, k) in [
-        ("lowered", &stages.lowered),
-        ("optimized", &stages.optimized),
-    ] {
-        let mut got = random_bytes(out_len, seed ^ 1);
-        interpret(k, &src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(
-            got == want,
-            "{stage} IR of the chain vs one by one: {what}\n{k}"
-        );
-    }
-    let mut got = random_bytes(out_len, seed ^ 2);
-    interpret_loops(&stages.loops, &src, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        got == want,
-        "loop IR of the chain vs one by one: {what}\n{}",
-        stages.loops
+    check_compiled(
+        &Compiled {
+            stages: chain.stages(),
+            run_split: &|src, dst, split| chain.run_split(src, dst, split),
+            movement: chain.movement(),
+            elem: input.dtype.size() as usize,
+        },
+        &src,
+        &want,
+        seed,
+        &what,
     );
-    for guard in Guard::BOTH {
-        for pieces in PIECES {
-            let guarded_src = GuardedBuf::from_bytes(&src, guard);
-            let mut dst = GuardedBuf::from_bytes(&random_bytes(out_len, seed ^ 3), guard);
-            let report = chain
-                .run_split(&guarded_src, &mut dst, relayout::Split::Pieces(pieces))
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_split(&report, pieces, &stages.loops);
-            assert!(
-                dst[..] == want[..],
-                "the composed kernel ({pieces} pieces, guard at {guard:?}) vs one by one: \
-                 {what}\n{}",
-                stages.loops
-            );
-        }
-    }
-    let elem = input.dtype.size() as usize;
-    movement::assert_describes(&chain.movement(), elem, &src, &want, &what);
 }
 
 /// Chains of no more elements than this are run; a longer chain stops growing here.

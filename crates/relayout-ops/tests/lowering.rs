@@ -253,23 +253,49 @@ fn im2col_gather_form_matches_the_scatter_form() {
         strides: Some(strides.to_vec()),
     };
     let cases = [
-        (im2col(&[3, 3], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 2, 5, 6]),
-        (im2col(&[3, 3], &[1, 1], &[0, 0, 0, 0], &[1, 1]), vec![2, 1, 4, 4]),
-        (im2col(&[2, 3], &[2, 1], &[1, 0, 2, 1], &[2, 1]), vec![1, 3, 5, 4]),
+        (
+            im2col(&[3, 3], &[1, 1], &[1, 1, 1, 1], &[1, 1]),
+            vec![1, 2, 5, 6],
+        ),
+        (
+            im2col(&[3, 3], &[1, 1], &[0, 0, 0, 0], &[1, 1]),
+            vec![2, 1, 4, 4],
+        ),
+        (
+            im2col(&[2, 3], &[2, 1], &[1, 0, 2, 1], &[2, 1]),
+            vec![1, 3, 5, 4],
+        ),
         (im2col(&[3], &[2], &[2, 1], &[2]), vec![2, 2, 7]),
-        (im2col(&[2, 1, 2], &[1, 1, 2], &[1, 0, 0, 0, 1, 1], &[1, 2, 1]), vec![1, 2, 3, 4, 3]),
-        (im2col(&[1, 1], &[1, 1], &[0, 0, 0, 0], &[1, 1]), vec![1, 3, 2, 2]),
-        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![0, 2, 3, 3]),
-        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 0, 3, 3]),
+        (
+            im2col(&[2, 1, 2], &[1, 1, 2], &[1, 0, 0, 0, 1, 1], &[1, 2, 1]),
+            vec![1, 2, 3, 4, 3],
+        ),
+        (
+            im2col(&[1, 1], &[1, 1], &[0, 0, 0, 0], &[1, 1]),
+            vec![1, 3, 2, 2],
+        ),
+        (
+            im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]),
+            vec![0, 2, 3, 3],
+        ),
+        (
+            im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]),
+            vec![1, 0, 3, 3],
+        ),
         // An empty image whose padding still holds blocks: zeros only.
-        (im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]), vec![1, 2, 0, 3]),
+        (
+            im2col(&[2, 2], &[1, 1], &[1, 1, 1, 1], &[1, 1]),
+            vec![1, 2, 0, 3],
+        ),
     ];
     for (op, shape) in cases {
         let input = TensorType::new(DType::I32, shape);
         let gather = op.lower_gather(&input).unwrap();
         check_conventions(&op, &input, &gather);
         let scatter = op.lower(&input).unwrap();
-        let src: Vec<u8> = (0..input.size_bytes().unwrap()).map(|i| (i * 7 + 1) as u8).collect();
+        let src: Vec<u8> = (0..input.size_bytes().unwrap())
+            .map(|i| (i * 7 + 1) as u8)
+            .collect();
         let out_len = gather.dst.size_bytes().unwrap() as usize;
         let run = |k: &Kernel| {
             let mut out = vec![0xAB; out_len];
