@@ -171,7 +171,7 @@ pub type FuseError = ChainError;
 pub fn fuse_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, ChainError> {
     compose_chain(ops, input)
 }
-pub use op_syntax::{parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
+pub use op_syntax::{parse_chained_op, parse_op_spec, parse_tensor_type, OpSpec, SyntaxError};
 pub use relayout_codegen::Helper;
 /// The two IRs (index-map [`Kernel`], loop [`LoopKernel`]),
 /// element and tensor types, the printer, parser, verifier and interpreter: the crate

@@ -240,6 +240,34 @@ fn element_type(name: &str) -> Option<DType> {
 /// Parses `Name {attr = value, ...} : tensor<...>`.
 pub fn parse_op_spec(text: &str) -> Result<OpSpec, SyntaxError> {
     let mut c = Cursor { text, pos: 0 };
+    let (name, attrs) = name_and_attrs(&mut c)?;
+    c.expect(':')?;
+    let input = tensor_type(&mut c)?;
+    if c.peek().is_some() {
+        return c.error("unexpected text after the input type");
+    }
+    Ok(OpSpec { name, attrs, input })
+}
+
+/// Parses an op of a chain, whose input type is what the op before it gives: `Name {attrs}`,
+/// the op syntax without `: tensor<...>` (`DepthToSpace {block_size = 2}`). Returns the name
+/// and the attributes as written.
+pub fn parse_chained_op(text: &str) -> Result<(String, Attrs), SyntaxError> {
+    let mut c = Cursor { text, pos: 0 };
+    let op = name_and_attrs(&mut c)?;
+    if c.peek() == Some(':') {
+        return c.error(
+            "an op of a chain takes the type the op before it gives: leave out the ': tensor<...>'",
+        );
+    }
+    if c.peek().is_some() {
+        return c.error("unexpected text after the attributes");
+    }
+    Ok(op)
+}
+
+/// `Name` or `Name {key = value, ...}`.
+fn name_and_attrs(c: &mut Cursor) -> Result<(String, Attrs), SyntaxError> {
     let name = c.ident("an op name such as SpaceToDepth")?.to_string();
     let mut attrs = Attrs::new();
     if c.eat('{') && !c.eat('}') {
@@ -256,12 +284,7 @@ pub fn parse_op_spec(text: &str) -> Result<OpSpec, SyntaxError> {
             c.expect(',')?;
         }
     }
-    c.expect(':')?;
-    let input = tensor_type(&mut c)?;
-    if c.peek().is_some() {
-        return c.error("unexpected text after the input type");
-    }
-    Ok(OpSpec { name, attrs, input })
+    Ok((name, attrs))
 }
 
 #[cfg(test)]
@@ -289,6 +312,18 @@ mod tests {
                 .shape,
             Vec::<u64>::new()
         );
+    }
+
+    #[test]
+    fn parses_chained_ops() {
+        let (name, attrs) = parse_chained_op("DepthToSpace {block_size = 2}").unwrap();
+        assert_eq!(name, "DepthToSpace");
+        assert_eq!(attrs["block_size"], AttrValue::Int(2));
+        assert_eq!(parse_chained_op(" Transpose ").unwrap().0, "Transpose");
+        let typed = parse_chained_op("Transpose : tensor<2xf32>").unwrap_err();
+        assert_eq!(typed.col, 11, "{typed}");
+        assert!(typed.message.contains("leave out"), "{typed}");
+        assert!(parse_chained_op("Transpose {perm = [1, 0]} x").is_err());
     }
 
     #[test]

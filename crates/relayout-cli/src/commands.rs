@@ -26,11 +26,26 @@ fn read_op(op: Option<String>, case: Option<PathBuf>) -> Result<(Op, TensorType)
     }
 }
 
-/// Where `lower` starts: an op description, a conformance case, or a file of IR text.
+/// Where `lower` starts: an op description, a conformance case, or a file of IR text; then
+/// the ops of a chain after the first (`--then`), without their types.
 pub struct Source {
     pub op: Option<String>,
     pub case: Option<PathBuf>,
     pub ir: Option<PathBuf>,
+    pub then: Vec<String>,
+}
+
+/// The ops after the first of a chain, from their `--then` texts.
+fn read_chained_ops(texts: &[String]) -> Result<Vec<Op>, String> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let (name, attrs) = relayout::parse_chained_op(text)
+                .map_err(|e| format!("in --then op {} ('{text}'), {e}", i + 1))?;
+            Op::from_attrs(&name, &attrs).map_err(|e| format!("in --then op {}, {e}", i + 1))
+        })
+        .collect()
 }
 
 /// The stages `lower` has for what it was given: IR text starts at its own level.
@@ -111,6 +126,10 @@ pub fn lower(
                 .into(),
         );
     }
+    if print.timings && !source.then.is_empty() {
+        return Err("--timings times the compile of one op, not of a chain (--then)".into());
+    }
+    let then = read_chained_ops(&source.then)?;
     // Cold compiles of their own (the kernel cache neither read nor filled), timed before
     // anything is printed. The second is reported: the first pays the process's one-time
     // set-up of the JIT (host detection, Cranelift's lazy tables), which a program that
@@ -132,12 +151,23 @@ pub fn lower(
                 .map_err(|e| format!("{}: {}", file.display(), e.render(&text)))?;
             (ir, None, Some(file))
         }
-        None => {
+        None if then.is_empty() => {
             let (op, input) = read_op(source.op, source.case)?;
             let lowered = op.lower(&input).map_err(|e| e.to_string())?;
             (
                 relayout::ir::AnyKernel::Index(lowered),
-                Some(op.name()),
+                Some(op.name().to_string()),
+                None,
+            )
+        }
+        None => {
+            let (first, input) = read_op(source.op, source.case)?;
+            let ops: Vec<Op> = std::iter::once(first).chain(then).collect();
+            let composed = relayout::compose_chain(&ops, &input).map_err(|e| e.to_string())?;
+            let names: Vec<&str> = ops.iter().map(Op::name).collect();
+            (
+                relayout::ir::AnyKernel::Index(composed),
+                Some(format!("chain {}", names.join(" then "))),
                 None,
             )
         }
@@ -156,7 +186,7 @@ pub fn lower(
     let selection = print.selection();
     let dumping = !selection.is_none();
     if dumping {
-        print_dumps(&start, op_name, &pipeline, &selection).map_err(in_file)?;
+        print_dumps(&start, op_name.as_deref(), &pipeline, &selection).map_err(in_file)?;
         if emit.is_empty() {
             if let Some(t) = &timings {
                 eprint!("{t}");

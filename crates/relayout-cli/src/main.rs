@@ -39,6 +39,7 @@ Examples:
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --passes canonicalize,split-dims,linearize --emit loop
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --print-after-change --emit loop
   relayout lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit loop --timings
+  relayout lower 'Transpose {perm = [0, 3, 1, 2]} : tensor<1x4x4x8xf32>' --then 'DepthToSpace {block_size = 2, data_format = \"NCHW\", mode = \"CRD\"}' --then 'Transpose {perm = [0, 2, 3, 1]}' --emit loop
 
 --emit asm needs a build with the disassembler (capstone, which needs a C compiler):
   cargo run --release -p relayout-cli --features disas -- lower 'SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>' --emit asm";
@@ -160,6 +161,11 @@ enum Command {
         /// - for standard input: hand-written or `opt`-produced IR down to machine code.
         #[arg(long, conflicts_with_all = ["op", "case"])]
         ir: Option<PathBuf>,
+        /// Then apply this op to the output (repeatable, in order): the chain is composed into
+        /// one kernel, as `compile_chain` does. Written without a type, which the op before
+        /// gives, e.g. 'DepthToSpace {block_size = 2}'.
+        #[arg(long, value_name = "OP", conflicts_with = "ir")]
+        then: Vec<String>,
         /// Run this pipeline (comma-separated pass names) instead of the default one. On loop IR
         /// the default is no pass.
         #[arg(long)]
@@ -291,11 +297,12 @@ fn main() -> ExitCode {
             op,
             case,
             ir,
+            then,
             passes,
             emit,
             print,
         } => commands::lower(
-            commands::Source { op, case, ir },
+            commands::Source { op, case, ir, then },
             passes.as_deref(),
             &emit,
             &print,
