@@ -870,14 +870,14 @@ pub fn differential(op: &Op, input: &TensorType, seed: u64) {
     );
 }
 
+/// A compiled op's or chain's `run_split`.
+pub type RunSplit<'a> =
+    &'a dyn Fn(&[u8], &mut [u8], relayout::Split) -> Result<relayout::SplitReport, relayout::Error>;
+
 /// What [`check_compiled`] needs of a compiled op or chain.
 pub struct Compiled<'a> {
     pub stages: &'a relayout::Stages,
-    pub run_split: &'a dyn Fn(
-        &[u8],
-        &mut [u8],
-        relayout::Split,
-    ) -> Result<relayout::SplitReport, relayout::Error>,
+    pub run_split: RunSplit<'a>,
     pub movement: relayout::Movement,
     /// The element size in bytes.
     pub elem: usize,
