@@ -244,3 +244,16 @@ def test_random_cases_agree_with_the_numpy_oracle(op):
         assert got.tobytes() == want.tobytes(), what
     # Both sides of every op's rules are exercised.
     assert 0 < errors < CASES_PER_OP, f"{op}: {errors} errors"
+
+
+def test_im2col_feeds_a_chain():
+    """PyTorch's unfold(x).transpose(1, 2) as one composed kernel: Im2Col, padded, dilated and
+    strided, then a Transpose of the columns into rows."""
+    x = (np.arange(2 * 3 * 5 * 6) % 97 + 1).astype(np.float32).reshape(2, 3, 5, 6)
+    im2col = {"block_shape": [2, 3], "dilations": [1, 2], "pads": [1, 0, 0, 2], "strides": [1, 2]}
+    chain = relayout.compile_chain([("Im2Col", im2col), ("Transpose", {"perm": [0, 2, 1]})],
+                                   shape=x.shape, dtype=np.float32)
+    want = im2col_ref(x, [2, 3], [1, 2], [1, 0, 0, 2], [1, 2]).transpose(0, 2, 1)
+    assert chain.output_shape == want.shape
+    np.testing.assert_array_equal(chain(x), want)
+    np.testing.assert_array_equal(chain(x, threads=2), want)
