@@ -36,7 +36,7 @@ pub struct Source {
 }
 
 /// The ops after the first of a chain, from their `--then` texts.
-fn read_chained_ops(texts: &[String]) -> Result<Vec<Op>, String> {
+pub(crate) fn read_chained_ops(texts: &[String]) -> Result<Vec<Op>, String> {
     texts
         .iter()
         .enumerate()

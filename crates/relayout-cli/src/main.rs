@@ -77,12 +77,14 @@ Examples:
   python3 -c 'import numpy as np; print(np.load(\"y.npy\"))'
   relayout run --case tests/conformance/SpaceToDepth/s2d_tfdoc_1_1x2x2x1.json --output y.npy
   relayout run 'DepthToSpace {block_size = 2}' --input x.npy --time
+  relayout run 'DepthToSpace {block_size = 2}' --then 'Transpose {perm = [0, 3, 1, 2]}' --input x.npy
   relayout lower 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --emit loop > k.ir
   relayout run --ir k.ir --input x.npy
 
 An input type given in the op must be the file's dtype and shape; without one, the file's is
-used. A kernel given as IR (--ir) runs on a file of its source type: index-map IR through the
-default pipeline, loop IR as it is. Without --output the result is printed.";
+used. --then adds ops after it, composed into one kernel. A kernel given as IR (--ir) runs on a
+file of its source type: index-map IR through the default pipeline, loop IR as it is. Without
+--output the result is printed.";
 
 const EXPLAIN_EXAMPLES: &str = "\
 Examples:

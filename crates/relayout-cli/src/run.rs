@@ -26,6 +26,10 @@ pub struct RunArgs {
     /// print it; - for standard input), on an --input file of its source type.
     #[arg(long, conflicts_with_all = ["op", "case"])]
     ir: Option<PathBuf>,
+    /// Then apply this op to the output (repeatable, in order), all composed into one kernel
+    /// as `compile_chain` does; written without a type, e.g. 'DepthToSpace {block_size = 2}'.
+    #[arg(long, value_name = "OP", conflicts_with = "ir")]
+    then: Vec<String>,
     /// The input .npy file (little-endian, C order).
     #[arg(long)]
     input: Option<PathBuf>,
@@ -53,6 +57,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if let Some(ir) = &args.ir {
         return run_ir(&args, ir, file);
     }
+    let then = crate::commands::read_chained_ops(&args.then)?;
     let (op, ty, case_data) = read_op(&args, file.as_ref().map(|(ty, _)| ty))?;
     // Refuse a type that cannot be written before doing any work.
     npy::descr(ty.dtype)?;
@@ -77,14 +82,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
     };
     let start = std::time::Instant::now();
-    let kernel = relayout::compile(&op, &ty).map_err(|e| e.to_string())?;
+    let threads = Split::Threads(args.threads);
+    let (out_ty, compiled): (TensorType, Runner) = if then.is_empty() {
+        let c = relayout::compile(&op, &ty).map_err(|e| e.to_string())?;
+        (
+            c.output_type().clone(),
+            Box::new(move |s: &[u8], d: &mut [u8]| c.run_split(s, d, threads)),
+        )
+    } else {
+        let ops: Vec<Op> = std::iter::once(op).chain(then).collect();
+        let c = relayout::compile_chain(&ops, &ty).map_err(|e| e.to_string())?;
+        (
+            c.output_type().clone(),
+            Box::new(move |s: &[u8], d: &mut [u8]| c.run_split(s, d, threads)),
+        )
+    };
     let compile_time = start.elapsed();
-    let out_ty = kernel.output_type().clone();
     let mut out = output_buffer(&out_ty)?;
     let start = std::time::Instant::now();
-    let split = kernel
-        .run_split(&data, &mut out, Split::Threads(args.threads))
-        .map_err(|e| e.to_string())?;
+    let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
     report(&args, &out_ty, &out, compile_time, run_time, &split)
 }

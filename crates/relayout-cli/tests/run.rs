@@ -136,6 +136,54 @@ fn space_to_depth_then_depth_to_space_gives_the_input_back() {
     assert_eq!(back, data);
 }
 
+/// The same round trip as one composed kernel (`--then`), and a chain whose ops each move the
+/// data: its output is what running the ops one by one writes.
+#[test]
+fn a_chain_runs_as_one_kernel() {
+    let dir = TempDir::new("chain");
+    let data = f32_bytes((0..32).map(|i| i as f32 * 0.5));
+    let x = dir.path("x.npy");
+    std::fs::write(&x, npy("<f4", false, &[1, 4, 4, 2], &data)).unwrap();
+    let run = |op: &str, then: &[&str], input: &Path, output: &Path| {
+        let mut args = vec![
+            "run",
+            op,
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            output.to_str().unwrap(),
+        ];
+        for t in then {
+            args.extend(["--then", t]);
+        }
+        let out = relayout(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        parse_npy(&std::fs::read(output).unwrap())
+    };
+    let y = dir.path("y.npy");
+    let (header, back) = run(
+        "SpaceToDepth {block_size = 2}",
+        &["DepthToSpace {block_size = 2}"],
+        &x,
+        &y,
+    );
+    assert_eq!(shape_of(&header), [1, 4, 4, 2], "{header}");
+    assert_eq!(back, data);
+
+    let (s2d, t) = (dir.path("s2d.npy"), dir.path("t.npy"));
+    run("SpaceToDepth {block_size = 2}", &[], &x, &s2d);
+    let (_, one_by_one) = run("Transpose {perm = [0, 3, 1, 2]}", &[], &s2d, &t);
+    let (header, chained) = run(
+        "SpaceToDepth {block_size = 2}",
+        &["Transpose {perm = [0, 3, 1, 2]}"],
+        &x,
+        &dir.path("chained.npy"),
+    );
+    assert_eq!(shape_of(&header), [1, 8, 2, 2], "{header}");
+    assert_ne!(chained, data);
+    assert_eq!(chained, one_by_one);
+}
+
 #[test]
 fn every_numpy_dtype_goes_through() {
     let dir = TempDir::new("dtypes");
