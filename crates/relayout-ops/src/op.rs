@@ -412,16 +412,7 @@ impl Op {
     /// scatters its blocks) and Col2Im (a scatter-add, which has no gather form: its `lower`
     /// is returned, and chains refuse it).
     pub fn lower_gather(&self, input: &TensorType) -> Result<Kernel, OpError> {
-        match self.plan(input)? {
-            Plan::Im2Col(p) if p.output_type.num_elements().ok() != Some(0) => {
-                let mut kernel = im2col::lower_im2col_gather(&p, input)?;
-                if input.num_elements().ok() == Some(0) {
-                    kernel.stmts.retain(|s| s.action.is_fill());
-                }
-                Ok(kernel)
-            }
-            _ => self.lower(input),
-        }
+        self.lower_as(input, true)
     }
 
     /// Validates and lowers to the index-map IR, unsimplified.
@@ -431,6 +422,11 @@ impl Op {
     /// empty input with a non-empty output (SpaceToBatch of an empty tensor with padding) keeps
     /// only the zero fill, since there is nothing to read.
     pub fn lower(&self, input: &TensorType) -> Result<Kernel, OpError> {
+        self.lower_as(input, false)
+    }
+
+    /// [`Op::lower`], or with `gather` [`Op::lower_gather`]: the same rules for empty tensors.
+    fn lower_as(&self, input: &TensorType, gather: bool) -> Result<Kernel, OpError> {
         let plan = self.plan(input)?;
         let output = plan.output_type();
         if output.num_elements().ok() == Some(0) {
@@ -453,6 +449,7 @@ impl Op {
             Plan::Slice(p) => slice::lower_slice(p, input),
             Plan::Tile(p) => tile::lower_tile(p, input)?,
             Plan::Reshape(p) => reshape::lower_reshape(p, input)?,
+            Plan::Im2Col(p) if gather => im2col::lower_im2col_gather(p, input)?,
             Plan::Im2Col(p) => im2col::lower_im2col(p, input)?,
         };
         if input.num_elements().ok() == Some(0) {
