@@ -41,7 +41,8 @@
 extern "C" {
 #endif
 
-/* A compiled op (opaque). Created by relayout_compile(), freed by relayout_kernel_free(). */
+/* A compiled op or chain of ops (opaque). Created by relayout_compile() or
+ * relayout_compile_chain(), freed by relayout_kernel_free(). */
 typedef struct relayout_kernel relayout_kernel_t;
 
 /* An error (opaque): a message and, for an invalid op description, its category. Freed by
@@ -55,6 +56,18 @@ typedef struct relayout_error relayout_error_t;
  * ("not_divisible", "unknown_op", ...); a syntax error has none.
  */
 relayout_kernel_t *relayout_compile(const char *op, relayout_error_t **error);
+
+/*
+ * Composes a chain of ops applied one after another into one kernel and compiles it: one pass
+ * over the data, no intermediate buffer. `ops` holds `n_ops` NUL-terminated UTF-8 strings
+ * (borrowed for the call): ops[0] an op with its input type, as relayout_compile() takes it;
+ * each later op without a type, which the op before it gives ("DepthToSpace {block_size =
+ * 2}"). Returns a new kernel (run, inspected and freed as relayout_compile()'s), or NULL on
+ * failure, with *error set when `error` is not NULL: an op invalid for the type the chain gives
+ * it has that op's category; a chain that cannot be composed (a Col2Im in it) says why.
+ */
+relayout_kernel_t *relayout_compile_chain(const char *const *ops, size_t n_ops,
+                                          relayout_error_t **error);
 
 /*
  * Runs `k` (borrowed) from `src` (src_bytes long, borrowed for the call) into `dst`

@@ -5,8 +5,9 @@
 //!
 //! - a *kernel* (`relayout_kernel_t`) is a [`relayout::CompiledOp`] behind an opaque pointer,
 //!   compiled from the op syntax of the command line
-//!   (`SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>`), runnable from any number of
-//!   threads at once, freed with `relayout_kernel_free`;
+//!   (`SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>`), or a [`relayout::CompiledChain`]
+//!   of several ops composed into one kernel (`relayout_compile_chain`), runnable from any
+//!   number of threads at once, freed with `relayout_kernel_free`;
 //! - an *error* (`relayout_error_t`) is a message and, for an invalid op description, the
 //!   conformance category string (`not_divisible`, `unknown_op`, ...), handed to the caller
 //!   through an optional `relayout_error_t **` out-parameter and freed with
@@ -30,10 +31,13 @@
 
 #![warn(missing_docs)]
 
+mod compiled;
 pub mod runtime;
 
+use compiled::Compiled;
+
 use relayout::ir::TensorType;
-use relayout::{CompiledOp, Error, ErrorCategory, Op};
+use relayout::{Error, ErrorCategory, Op};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -42,7 +46,7 @@ use std::ptr;
 /// freed by [`relayout_kernel_free`].
 #[allow(non_camel_case_types)]
 pub struct relayout_kernel {
-    op: CompiledOp,
+    op: Compiled,
     input_bytes: usize,
     output_bytes: usize,
     input_dims: Vec<i64>,
@@ -196,10 +200,36 @@ fn bytes_usize(ty: &TensorType) -> Result<usize, relayout_error> {
 
 /// Compiles op text (`Name {attr = value, ...} : tensor<DIMSxTYPE>`) into a kernel.
 fn compile_text(text: &str) -> Result<relayout_kernel, relayout_error> {
+    let (op, input) = op_and_type(text)?;
+    kernel(Compiled::Op(relayout::compile(&op, &input)?))
+}
+
+/// The op and input type of op text with a type.
+fn op_and_type(text: &str) -> Result<(Op, TensorType), relayout_error> {
     let spec = relayout::parse_op_spec(text)
         .map_err(|e| relayout_error::new(format!("in the op text, {e}")))?;
     let op = Op::from_attrs(&spec.name, &spec.attrs).map_err(Error::from)?;
-    let compiled = relayout::compile(&op, &spec.input)?;
+    Ok((op, spec.input))
+}
+
+/// Composes and compiles a chain: the first op's text with its input type, the others
+/// without (`DepthToSpace {block_size = 2}`).
+fn compile_chain_texts(texts: &[&str]) -> Result<relayout_kernel, relayout_error> {
+    let (first, rest) = texts
+        .split_first()
+        .ok_or_else(|| relayout_error::new("n_ops is 0: a chain needs at least one op"))?;
+    let (op, input) = op_and_type(first)?;
+    let mut ops = vec![op];
+    for (i, text) in rest.iter().enumerate() {
+        let (name, attrs) = relayout::parse_chained_op(text)
+            .map_err(|e| relayout_error::new(format!("in ops[{}], {e}", i + 1)))?;
+        ops.push(Op::from_attrs(&name, &attrs).map_err(Error::from)?);
+    }
+    kernel(Compiled::Chain(relayout::compile_chain(&ops, &input)?))
+}
+
+/// The handle of a compiled op or chain, with its sizes and dims.
+fn kernel(compiled: Compiled) -> Result<relayout_kernel, relayout_error> {
     Ok(relayout_kernel {
         input_bytes: bytes_usize(compiled.input_type())?,
         output_bytes: bytes_usize(compiled.output_type())?,
@@ -210,7 +240,7 @@ fn compile_text(text: &str) -> Result<relayout_kernel, relayout_error> {
 }
 
 /// The text of one stage of a kernel's compilation.
-fn ir_text(op: &CompiledOp, stage: &str) -> Result<String, relayout_error> {
+fn ir_text(op: &Compiled, stage: &str) -> Result<String, relayout_error> {
     let stages = op.stages();
     Ok(match stage {
         "lowered" => stages.lowered.to_string(),
@@ -265,6 +295,37 @@ pub unsafe extern "C" fn relayout_compile(
     }
 }
 
+/// Composes a chain of ops into one kernel and compiles it (`relayout::compile_chain`): one
+/// pass over the data, no intermediate buffer. `ops[0]` is an op with its input type, as for
+/// [`relayout_compile`]; `ops[1]` to `ops[n_ops - 1]` are written without a type, which the op
+/// before each gives (`DepthToSpace {block_size = 2}`). Returns the kernel, or NULL with
+/// `*error` set (when `error` is not NULL).
+///
+/// # Safety
+/// `ops` is NULL or valid for reads of `n_ops` pointers, each NULL or a NUL-terminated
+/// string; `error` is NULL or valid for a write of one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn relayout_compile_chain(
+    ops: *const *const c_char,
+    n_ops: usize,
+    error: *mut *mut relayout_error,
+) -> *mut relayout_kernel {
+    // SAFETY: `error`, `ops` and its strings as the caller guarantees.
+    unsafe {
+        guard(error, ptr::null_mut(), || {
+            if ops.is_null() && n_ops > 0 {
+                return Err(relayout_error::new(format!(
+                    "ops is NULL but n_ops is {n_ops}"
+                )));
+            }
+            let texts = (0..n_ops)
+                .map(|i| c_str_arg(*ops.add(i), &format!("ops[{i}]")))
+                .collect::<Result<Vec<&str>, _>>()?;
+            Ok(Box::into_raw(Box::new(compile_chain_texts(&texts)?)))
+        })
+    }
+}
+
 /// Runs a kernel from `src` (`src_bytes` long) into `dst` (`dst_bytes` long); both lengths
 /// must be the kernel's sizes. `threads` 0 or 1 runs on the calling thread; more splits the
 /// work over up to that many threads of a process-wide pool. Returns 0, or -1 with `*error`
@@ -314,11 +375,7 @@ pub unsafe extern "C" fn relayout_kernel_run(
                 // SAFETY: not NULL, valid for `dst_bytes` bytes, disjoint from `src`.
                 std::slice::from_raw_parts_mut(dst.cast(), dst_bytes)
             };
-            if threads <= 1 {
-                k.op.run(src, dst)?;
-            } else {
-                k.op.run_threaded(src, dst, threads)?;
-            }
+            k.op.run(src, dst, threads)?;
             Ok(0)
         })
     }

@@ -16,6 +16,7 @@ fn c_type(rust: &str) -> String {
     let c = match rust.as_str() {
         "*const c_char" => "const char*",
         "*mut c_char" => "char*",
+        "*const *const c_char" => "const char *const *",
         "*const relayout_kernel" => "const relayout_kernel_t*",
         "*mut relayout_kernel" => "relayout_kernel_t*",
         "*const relayout_error" => "const relayout_error_t*",

@@ -9,7 +9,7 @@
  *                                    "NAME\terror\tCATEGORY\tMESSAGE", for the Rust side to
  *                                    compare with the case's expectation.
  *   capi_test errors                 the error paths: bad op text, invalid ops, wrong buffer
- *                                    sizes, NULL arguments, IR stages.
+ *                                    sizes, NULL arguments, IR stages; chains of ops.
  *   capi_test threads                4 threads running one shared kernel at once.
  *
  * Exits 0 when every check held; otherwise prints what failed and exits 1.
@@ -131,6 +131,80 @@ static void expect_compile_error(const char *op, const char *category) {
         CHECK(got == NULL);
     }
     relayout_error_free(e);
+}
+
+/* A chain that must fail to compile: NULL, with an error whose message holds `text`. */
+static void expect_chain_error(const char *const *ops, size_t n, const char *text) {
+    relayout_error_t *e = NULL;
+    relayout_kernel_t *k = relayout_compile_chain(ops, n, &e);
+    CHECK(k == NULL && e != NULL);
+    if (e && !strstr(relayout_error_message(e), text))
+        fprintf(stderr, "expected \"%s\" in: %s\n", text, relayout_error_message(e));
+    CHECK(e && strstr(relayout_error_message(e), text) != NULL);
+    relayout_error_free(e);
+    relayout_kernel_free(k);
+}
+
+/* Chains composed into one kernel: SpaceToDepth then DepthToSpace gives the input back (a
+ * view); SpaceToDepth then a Transpose gives what the two ops give one by one, whole and over
+ * three threads; and the errors a chain can give. */
+static void chains(void) {
+    const char *s2d = "SpaceToDepth {block_size = 2} : tensor<1x4x4x2xf32>";
+    const char *identity[2] = {s2d, "DepthToSpace {block_size = 2}"};
+    const char *moved[2] = {s2d, "Transpose {perm = [0, 3, 1, 2]}"};
+    unsigned char src[128], mid[128], want[128], got[128];
+    for (int i = 0; i < 128; i++) src[i] = (unsigned char)(i * 3 + 1);
+    relayout_error_t *e = NULL;
+
+    relayout_kernel_t *k = relayout_compile_chain(identity, 2, &e);
+    CHECK(k != NULL && e == NULL);
+    if (k) {
+        CHECK(relayout_kernel_output_bytes(k) == 128);
+        CHECK(relayout_kernel_run(k, src, 128, got, 128, 1, NULL) == 0);
+        CHECK(memcmp(got, src, 128) == 0);
+        CHECK(strcmp(relayout_kernel_movement_kind(k), "view") == 0);
+        char *loops = relayout_kernel_ir(k, "loops", NULL);
+        CHECK(loops && strstr(loops, "loops @space_to_depth_then_depth_to_space(") != NULL);
+        relayout_string_free(loops);
+        relayout_kernel_free(k);
+    }
+
+    relayout_kernel_t *first = relayout_compile(s2d, NULL);
+    relayout_kernel_t *second = relayout_compile("Transpose {perm = [0, 3, 1, 2]} : tensor<1x2x2x8xf32>", NULL);
+    k = relayout_compile_chain(moved, 2, NULL);
+    CHECK(first && second && k);
+    if (first && second && k) {
+        CHECK(relayout_kernel_run(first, src, 128, mid, 128, 1, NULL) == 0);
+        CHECK(relayout_kernel_run(second, mid, 128, want, 128, 1, NULL) == 0);
+        CHECK(memcmp(want, src, 128) != 0);
+        for (size_t threads = 1; threads <= 3; threads += 2) {
+            memset(got, 0xEE, sizeof got);
+            CHECK(relayout_kernel_run(k, src, 128, got, 128, threads, NULL) == 0);
+            CHECK(memcmp(got, want, 128) == 0);
+        }
+        CHECK(relayout_kernel_output_rank(k) == 4 && relayout_kernel_output_dim(k, 1) == 8);
+    }
+    relayout_kernel_free(first);
+    relayout_kernel_free(second);
+    relayout_kernel_free(k);
+
+    /* A later op with a type; an op invalid for the type the chain gives it (its category);
+     * a Col2Im, which has no gather form; no ops; NULL arguments. */
+    const char *typed[2] = {s2d, "DepthToSpace {block_size = 2} : tensor<1x2x2x8xf32>"};
+    expect_chain_error(typed, 2, "leave out");
+    const char *invalid[2] = {s2d, "DepthToSpace {block_size = 3}"};
+    k = relayout_compile_chain(invalid, 2, &e);
+    CHECK(k == NULL && has_category(e, "not_divisible"));
+    relayout_error_free(e);
+    e = NULL;
+    const char *col2im[2] = {"Reshape {shape = [1, 4, 4]} : tensor<1x16xf32>",
+                             "Col2Im {image_shape = [3, 3], block_shape = [2, 2]}"};
+    expect_chain_error(col2im, 2, "cannot be composed");
+    expect_chain_error(identity, 0, "n_ops is 0");
+    expect_chain_error(NULL, 2, "ops is NULL");
+    const char *with_null[2] = {s2d, NULL};
+    expect_chain_error(with_null, 2, "ops[1] is NULL");
+    CHECK(relayout_compile_chain(identity, 0, NULL) == NULL);
 }
 
 static int errors(void) {
@@ -260,6 +334,7 @@ static int errors(void) {
     } else {
         relayout_error_free(e);
     }
+    chains();
     return 0;
 }
 
