@@ -2,16 +2,11 @@
 //! (when a C compiler exists), and its errors. The bit-exact comparison of objects with the
 //! JIT on every conformance case is crates/relayout-capi/tests/aot.rs.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
+use support::relayout;
 
-fn relayout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("the relayout binary runs")
-}
+use std::path::PathBuf;
+use std::process::Command;
 
 fn scratch() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-aot");

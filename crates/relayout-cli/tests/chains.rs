@@ -1,33 +1,11 @@
 //! `relayout lower OP --then OP ...`: a chain of ops composed into one kernel, as
 //! `compile_chain` composes it, and the errors a chain can give on the command line.
 
+mod support;
+use support::{stderr_of_failure, stdout_of};
+
 use relayout::ir::{DType, TensorType};
 use relayout::{compile_chain, DataFormat, DepthToSpaceMode, Op};
-use std::process::{Command, Output};
-
-fn relayout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("the relayout binary runs")
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = relayout(args);
-    assert!(
-        out.status.success(),
-        "relayout {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-fn stderr_of_failure(args: &[&str]) -> String {
-    let out = relayout(args);
-    assert!(!out.status.success(), "relayout {args:?} succeeded");
-    String::from_utf8(out.stderr).expect("UTF-8 output")
-}
 
 /// DepthToSpace (CRD) between NHWC -> NCHW and NCHW -> NHWC Transposes, as exporters write it:
 /// the command line prints the loop IR that `compile_chain` compiles, one statement.

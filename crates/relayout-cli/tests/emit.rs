@@ -1,31 +1,14 @@
 //! `relayout lower --emit vcode|asm`: the machine code of every generated function, and the
 //! error a build without the disassembler gives for `asm`.
 
-use std::process::{Command, Output};
+mod support;
+use support::{relayout, stdout_of};
 
 const OP: &str = "SpaceToDepth {block_size = 2} : tensor<1x4x4x1xf32>";
 /// Col2Im on f16 adds through a helper the JIT provides, and pads with a fill: two functions,
 /// one of which calls out.
 const COL2IM_F16: &str =
     "Col2Im {image_shape = [4, 4], block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<1x9x16xf16>";
-
-fn relayout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("the relayout binary runs")
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = relayout(args);
-    assert!(
-        out.status.success(),
-        "relayout {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
 
 #[test]
 fn vcode_lists_the_kernel_function_after_its_schedule() {

@@ -3,27 +3,10 @@
 //! exactly one line on standard error, `error: ...`, that says what is wrong, and never with a
 //! panic or a backtrace.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
+use support::relayout_with_stdin as relayout;
 
-fn relayout(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        // A backtrace would be printed if anything panicked; the tests must see it.
-        .env("RUST_BACKTRACE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the relayout binary runs");
-    {
-        use std::io::Write;
-        let mut input = child.stdin.take().expect("a stdin pipe");
-        // The command may exit before reading; a broken pipe is not the test's concern.
-        let _ = input.write_all(stdin.as_bytes());
-    }
-    child.wait_with_output().expect("relayout finishes")
-}
+use std::path::{Path, PathBuf};
 
 /// A file in this test's own scratch directory.
 fn scratch(name: &str, contents: &str) -> PathBuf {

@@ -1,14 +1,8 @@
 //! `relayout explain`: the same SVG as the library's `explain_svg`, to a file or standard
 //! output, and a clear refusal of shapes too large to draw.
 
-use std::process::{Command, Output};
-
-fn relayout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .output()
-        .expect("the relayout binary runs")
-}
+mod support;
+use support::relayout;
 
 const OP: &str =
     "SpaceToBatchND {block_shape = [2, 2], paddings = [[1, 0], [0, 1]]} : tensor<1x3x3x1xf32>";

@@ -1,24 +1,10 @@
 //! The mlir-opt-style pass debugging flags of `lower` and `opt`: --print-after-change,
 //! --print-after PASS (repeatable), --print-pipeline, and the pass table of `opt --help`.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod support;
+use support::relayout_with_stdin as relayout;
 
-fn relayout(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("relayout starts");
-    // A command given an op or a file does not read its standard input and may have exited
-    // before this write: a broken pipe then is not an error.
-    if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-    }
-    child.wait_with_output().expect("relayout finishes")
-}
+use std::process::Output;
 
 fn stdout(out: &Output) -> String {
     assert!(

@@ -2,8 +2,11 @@
 //! The .npy files are written and read here by hand (the format is a short header and the raw
 //! bytes), independently of the crate the tool uses.
 
+mod support;
+use support::relayout;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A fresh directory for one test, removed when dropped.
 struct TempDir(PathBuf);
@@ -81,13 +84,6 @@ fn shape_of(header: &str) -> Vec<u64> {
 
 fn f32_bytes(values: impl IntoIterator<Item = f32>) -> Vec<u8> {
     values.into_iter().flat_map(f32::to_le_bytes).collect()
-}
-
-fn relayout(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .output()
-        .expect("the relayout binary runs")
 }
 
 fn run_op(op: &str, input: &Path, output: &Path) -> Output {
