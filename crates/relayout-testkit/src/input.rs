@@ -104,6 +104,13 @@ impl<'a> Input<'a> {
         items[self.below(items.len() as u64) as usize].clone()
     }
 
+    /// Shuffles `items` in place (Fisher-Yates, one draw per position from the back).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            items.swap(i, self.below(i as u64 + 1) as usize);
+        }
+    }
+
     pub fn flag(&mut self) -> bool {
         self.byte() & 1 == 1
     }

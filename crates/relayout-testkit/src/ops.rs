@@ -233,9 +233,7 @@ fn small_transpose(inp: &mut Input, rank: usize) -> Op {
         return Op::Transpose { perm: None };
     }
     let mut perm: Vec<i64> = (0..rank as i64).collect();
-    for i in (1..rank).rev() {
-        perm.swap(i, inp.below(i as u64 + 1) as usize);
-    }
+    inp.shuffle(&mut perm);
     Op::Transpose { perm: Some(perm) }
 }
 
@@ -254,16 +252,9 @@ fn small_pad(inp: &mut Input, input: &TensorType) -> Op {
         None
     } else {
         let mut axes: Vec<i64> = (0..rank as i64).collect();
-        for i in (1..rank).rev() {
-            axes.swap(i, inp.below(i as u64 + 1) as usize);
-        }
+        inp.shuffle(&mut axes);
         axes.truncate(inp.urange(1, rank as u64) as usize);
-        // An axis counted from the end names the same dim.
-        Some(
-            axes.into_iter()
-                .map(|a| if inp.one_in(3) { a - rank as i64 } else { a })
-                .collect(),
-        )
+        Some(some_from_end(inp, axes, rank))
     };
     let n = axes.as_ref().map_or(rank, Vec::len);
     let pads: Vec<i64> = (0..2 * n).map(|_| inp.range(-2, 3)).collect();
@@ -303,9 +294,7 @@ fn small_slice(inp: &mut Input, rank: usize) -> Op {
     let mut axes: Vec<i64> = (0..rank as i64).collect();
     let default_axes = inp.one_in(4);
     if !default_axes {
-        for i in (1..rank).rev() {
-            axes.swap(i, inp.below(i as u64 + 1) as usize);
-        }
+        inp.shuffle(&mut axes);
     }
     axes.truncate(inp.urange(1, rank as u64) as usize);
     let bound = |inp: &mut Input| match inp.below(8) {
@@ -324,17 +313,21 @@ fn small_slice(inp: &mut Input, rank: usize) -> Op {
                 .collect(),
         )
     };
-    let axes = (!default_axes).then(|| {
-        axes.into_iter()
-            .map(|a| if inp.one_in(3) { a - rank as i64 } else { a })
-            .collect()
-    });
+    let axes = (!default_axes).then(|| some_from_end(inp, axes, rank));
     Op::Slice {
         starts,
         ends,
         axes,
         steps,
     }
+}
+
+/// `axes` with about a third of them counted from the end (`a - rank`), which names the same
+/// dim.
+fn some_from_end(inp: &mut Input, axes: Vec<i64>, rank: usize) -> Vec<i64> {
+    axes.into_iter()
+        .map(|a| if inp.one_in(3) { a - rank as i64 } else { a })
+        .collect()
 }
 
 /// A Reshape that regroups `shape`'s dims (products of neighbours, or a dim split off as 1s),
