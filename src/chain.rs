@@ -152,9 +152,9 @@ fn not_composable(ops: &[Op], index: usize, e: ComposeError) -> ChainError {
 /// Composes `ops`, applied one after another to a tensor of type `input`, into one kernel and
 /// compiles it: one pass over the data instead of one per op, and no intermediate tensors.
 ///
-/// Every op but Col2Im can be in a chain; see the [module documentation](self). A chain that cannot be composed is an [`Error::Chain`] that says
-/// why; simplifying or compiling the composed kernel fails with the same errors as
-/// [`compile`](crate::compile).
+/// Every op but Col2Im can be in a chain; see the [module documentation](self). A chain that
+/// cannot be composed is an [`Error::Chain`] that says why; simplifying or compiling the
+/// composed kernel fails with the same errors as [`compile`](crate::compile).
 ///
 /// ```
 /// use relayout::{compile_chain, ir::{DType, TensorType}, DataFormat, DepthToSpaceMode, Movement, Op};
