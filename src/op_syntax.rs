@@ -251,7 +251,8 @@ pub fn parse_op_spec(text: &str) -> Result<OpSpec, SyntaxError> {
 
 /// Parses an op of a chain, whose input type is what the op before it gives: `Name {attrs}`,
 /// the op syntax without `: tensor<...>` (`DepthToSpace {block_size = 2}`). Returns the name
-/// and the attributes as written.
+/// and the attributes as written. (The Python package parses the ops whose type comes from
+/// an array this way too.)
 pub fn parse_chained_op(text: &str) -> Result<(String, Attrs), SyntaxError> {
     let mut c = Cursor { text, pos: 0 };
     let op = name_and_attrs(&mut c)?;

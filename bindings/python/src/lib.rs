@@ -695,10 +695,8 @@ fn parse_untyped(text: &str) -> PyResult<(String, Attrs)> {
              input type one way only"
         )));
     }
-    // The op syntax needs a type; any type will do, only the name and attributes are kept.
-    let spec = relayout::parse_op_spec(&format!("{text} : tensor<f32>"))
-        .map_err(|e| PyValueError::new_err(format!("op syntax: {e} in {text:?}")))?;
-    Ok((spec.name, spec.attrs))
+    relayout::parse_chained_op(text)
+        .map_err(|e| PyValueError::new_err(format!("op syntax: {e} in {text:?}")))
 }
 
 fn shape_arg(shape: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
