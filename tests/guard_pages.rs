@@ -389,6 +389,65 @@ fn streaming_stores_in_guarded_buffers() {
     );
 }
 
+/// True transposes of 4-byte elements into outputs of at least 8 MiB run as 4x4 register
+/// transposes with streaming stores, in a helper the JIT calls itself
+/// (`relayout_codegen::TransposeBlocks`): NCHW -> NHWC and back, a 2-D transpose (whose
+/// tiling leaves statements of two sizes), an integer type. Each must really take that path (and compile no code); each runs in guarded buffers
+/// whole and in 1, 3 and 7 pieces, and once more into a destination 4 bytes off 16-byte
+/// alignment, where the helper must fall back to ordinary stores.
+#[test]
+fn streamed_transposes_in_guarded_buffers() {
+    let specs = [
+        "Transpose {perm = [0, 2, 3, 1]} : tensor<2x64x128x128xf32>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<2x120x120x80xf32>",
+        "Transpose {perm = [1, 0]} : tensor<2000x2000xf32>",
+        "Transpose {perm = [0, 2, 3, 1]} : tensor<1x192x112x112xi32>",
+    ];
+    let mut failures = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
+        for index in 0..stages.loops.stmts.len() {
+            let said = relayout_codegen::describe(&stages.loops, index).unwrap_or_default();
+            assert!(
+                said.starts_with("4x4 register transposes"),
+                "{spec}: statement {index} is not a streamed transpose ({said}):\n{}",
+                stages.loops
+            );
+        }
+        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
+        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
+        assert_eq!(stages_run, ["verify", "streams"], "{spec}");
+        let src = random_bytes(byte_len(&parsed.input), 700 + i as u64);
+        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+        for guard in Guard::BOTH {
+            for pieces in [1, 3, 7] {
+                let src = GuardedBuf::from_bytes(&src, guard);
+                let mut dst = GuardedBuf::from_bytes(&random_bytes(want.len(), 99), guard);
+                kernel
+                    .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
+                    .unwrap_or_else(|e| panic!("{spec}: {e}"));
+                if dst[..] != want[..] {
+                    failures.push(format!("{spec}: {pieces} pieces, guard at {guard:?}"));
+                }
+            }
+        }
+        // A destination 4 bytes past a 16-byte boundary: ordinary stores.
+        let mut storage = vec![0u8; want.len() + 32];
+        let at = (20 - storage.as_ptr() as usize % 16) % 16;
+        let misaligned = &mut storage[at..at + want.len()];
+        assert_eq!(misaligned.as_ptr() as usize % 16, 4);
+        kernel
+            .run_split(&src, misaligned, relayout::Split::Pieces(3))
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        if misaligned[..] != want[..] {
+            failures.push(format!("{spec}: misaligned destination"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Strided Slices run as shuffle blocks that load whole 16-byte vectors, skipped elements
 /// included, while the verifier proved in bounds only the elements read. Here the last (or,
 /// reversed, the first) element read is the last (first) element of the buffer: steps 2 from

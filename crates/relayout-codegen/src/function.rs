@@ -7,6 +7,7 @@ use crate::mem::Addr;
 use crate::phases;
 use crate::shuffle;
 use crate::sum;
+use crate::transpose::TransposeBlocks;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -571,12 +572,15 @@ pub enum StreamedRuns {
     Copy,
     /// [`Helper::StreamZero`]: the runs are zeroed.
     Zero,
+    /// 4x4 register transposes of 4-byte elements with streaming stores (see
+    /// [`TransposeBlocks`]), by the JIT's transpose helper; generated code has no call of it.
+    Transpose(TransposeBlocks),
 }
 
 /// For a kernel none of whose statements is in a band: `Some` when every statement's whole
 /// nest is one call of a streaming helper (a copy, or a fill of zeros, whose runs stream, see
-/// [`copy::streams`]), with the helper of each; `None` when some statement needs code of its
-/// own. The statement checks of [`translate_kernel_fn`] apply, so such a kernel may be run by
+/// [`copy::streams`], or a transpose of 4-byte elements, see [`TransposeBlocks`]), with the
+/// helper of each; `None` when some statement needs code of its own. The statement checks of [`translate_kernel_fn`] apply, so such a kernel may be run by
 /// calling the helpers directly, with the same result as its generated function.
 pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>, CodegenError> {
     if !kernel.bands.is_empty() {
@@ -585,6 +589,10 @@ pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>,
     let mut runs = Vec::with_capacity(kernel.stmts.len());
     for (index, stmt) in kernel.stmts.iter().enumerate() {
         check_stmt(kernel, index, stmt)?;
+        if let Some(blocks) = transposed_in(kernel, stmt) {
+            runs.push(StreamedRuns::Transpose(blocks));
+            continue;
+        }
         // `Body::new`'s choice of mover, for a statement alone.
         let helper = match stmt.action {
             LoopAction::Copy => StreamedRuns::Copy,
@@ -597,6 +605,12 @@ pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>,
         runs.push(helper);
     }
     Ok(Some(runs))
+}
+
+/// The transpose blocks of `stmt`, a statement of `kernel` outside any band, when the JIT's
+/// transpose helper runs it (see [`TransposeBlocks`]).
+pub(crate) fn transposed_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<TransposeBlocks> {
+    TransposeBlocks::of(stmt, kernel.dst.size_bytes().ok()?)
 }
 
 /// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and

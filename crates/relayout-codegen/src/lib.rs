@@ -51,6 +51,7 @@ mod mem;
 mod phases;
 mod shuffle;
 mod sum;
+mod transpose;
 
 pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
 pub use describe::describe;
@@ -61,6 +62,7 @@ pub use function::{
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
+pub use transpose::TransposeBlocks;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use relayout_ir::LoopKernel;

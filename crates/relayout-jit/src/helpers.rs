@@ -7,7 +7,8 @@ use relayout_codegen::Helper;
 mod stream;
 
 pub use stream::{
-    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_zero_nest, StreamLoop,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose4_nest,
+    relayout_stream_zero_nest, StreamLoop,
 };
 
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in

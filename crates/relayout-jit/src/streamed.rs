@@ -1,7 +1,8 @@
 //! Kernels that run without generated code of their own.
 //!
 //! When every statement of a kernel streams its whole nest through one helper call (a copy or
-//! a fill of zeros into an output of 8 MiB or more, in runs of whole cache lines: see
+//! a fill of zeros into an output of 8 MiB or more, in runs of whole cache lines, or a
+//! transpose of 4-byte elements into such an output, in 4x4 register blocks: see
 //! `relayout_codegen::streamed_kernel`), its generated function would only lay out each
 //! nest and call the helper. The JIT makes those calls itself instead, with the same loops,
 //! strides and offsets, and compiles nothing: Cranelift's fixed cost and its register
@@ -14,7 +15,8 @@
 //! order, and every call ends with a store fence, as the generated function does.
 
 use crate::helpers::{
-    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_zero_nest, StreamLoop,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose4_nest,
+    relayout_stream_zero_nest, StreamLoop,
 };
 use relayout_codegen::{StreamedRuns, RUN_ALL};
 use relayout_ir::LoopStmt;
@@ -25,8 +27,12 @@ pub(crate) struct StreamedStmt {
     bytes: u64,
     src_offset: i64,
     dst_offset: i64,
-    /// The loops, outermost first, with their extents as counts.
+    /// The loops, outermost first, with their extents as counts (for a transpose, the nest
+    /// of its 4x4 blocks).
     loops: Vec<StreamLoop>,
+    /// For a transpose: the bytes between a block's source rows and between its destination
+    /// rows.
+    rows: (i64, i64),
 }
 
 impl StreamedStmt {
@@ -36,18 +42,24 @@ impl StreamedStmt {
             bytes: stmt.bytes,
             src_offset: stmt.src_offset,
             dst_offset: stmt.dst_offset,
-            loops: stmt
-                .loops
-                .iter()
-                .map(|l| StreamLoop {
-                    count: l.extent,
-                    dst_stride: l.dst_stride,
-                    src_stride: match runs {
-                        StreamedRuns::Copy => l.src_stride,
-                        StreamedRuns::Zero => 0,
-                    },
-                })
-                .collect(),
+            loops: match runs {
+                StreamedRuns::Transpose(blocks) => blocks.loops(stmt),
+                StreamedRuns::Copy | StreamedRuns::Zero => stmt.loops.clone(),
+            }
+            .iter()
+            .map(|l| StreamLoop {
+                count: l.extent,
+                dst_stride: l.dst_stride,
+                src_stride: match runs {
+                    StreamedRuns::Zero => 0,
+                    StreamedRuns::Copy | StreamedRuns::Transpose(_) => l.src_stride,
+                },
+            })
+            .collect(),
+            rows: match runs {
+                StreamedRuns::Transpose(blocks) => (blocks.src_row(stmt), blocks.dst_row(stmt)),
+                StreamedRuns::Copy | StreamedRuns::Zero => (0, 0),
+            },
         }
     }
 
@@ -106,6 +118,10 @@ impl StreamedStmt {
             match self.runs {
                 StreamedRuns::Copy => relayout_stream_copy_nest(dst, src, self.bytes, nest, depth),
                 StreamedRuns::Zero => relayout_stream_zero_nest(dst, self.bytes, nest, depth),
+                StreamedRuns::Transpose(_) => {
+                    let (src_row, dst_row) = self.rows;
+                    relayout_stream_transpose4_nest(dst, src, src_row, dst_row, nest, depth)
+                }
             }
         }
     }
