@@ -85,13 +85,14 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     if let Ok(Some(runs)) = crate::function::streamed_kernel(k) {
         if let Some(crate::StreamedRuns::Transpose(blocks)) = runs.get(index) {
             return Some(format!(
-                "4x4 register transposes of 4-byte elements (4 source rows {} bytes apart, 4 \
-                 destination rows {} bytes apart) with streaming (non-temporal) stores, one \
-                 helper call for the whole loop nest: the output is too large to stay in cache; \
-                 every statement of the kernel is such a call, so the JIT makes the calls \
-                 itself and compiles no code",
+                "{n}x{n} register transposes of {bytes}-byte elements ({n} source rows {} bytes \
+                 apart, {n} destination rows {} bytes apart) with streaming (non-temporal) \
+                 stores, one helper call for the whole loop nest: the output is too large to \
+                 stay in cache; every statement of the kernel is such a call, so the JIT makes \
+                 the calls itself and compiles no code",
                 blocks.src_row(stmt),
-                blocks.dst_row(stmt)
+                blocks.dst_row(stmt),
+                n = blocks.n
             ));
         }
     }

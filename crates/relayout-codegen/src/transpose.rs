@@ -1,23 +1,25 @@
-//! True transposes of 4-byte elements into large outputs: 4x4 register transposes whose rows
-//! are written with streaming (non-temporal) stores, by a helper that runs the whole nest.
+//! True transposes of 4- and 8-byte elements into large outputs: 4x4 (2x2) register
+//! transposes whose rows are written with streaming (non-temporal) stores, by a helper that
+//! runs the whole nest.
 //!
-//! The shuffle blocks of `shuffle.rs` make the same 4x4 transposes in generated code, but CLIF
-//! has no non-temporal store, so every 16-byte store there first reads its destination line
-//! (a read for ownership): a transpose into an output too large for the caches moves a third
-//! more memory than it must. A C model of an NCHW -> NHWC transpose of 8x64x112x112 f32 with
-//! the same 4x4 SSE blocks ran at 1.13-1.46x memcpy's time with ordinary stores and at
+//! The shuffle blocks of `shuffle.rs` make the same register transposes in generated code, but
+//! CLIF has no non-temporal store, so every 16-byte store there first reads its destination
+//! line (a read for ownership): a transpose into an output too large for the caches moves a
+//! third more memory than it must. A C model of an NCHW -> NHWC transpose of 8x64x112x112 f32
+//! with the same 4x4 SSE blocks ran at 1.13-1.46x memcpy's time with ordinary stores and at
 //! 0.85-1.14x with streaming ones (memcpy streams at this size too). So a statement of this
 //! form, in a kernel whose output has at least [`STREAM_MIN_DST`] bytes, is run by
 //! `relayout_jit`'s transpose helper instead, and the kernel needs no generated code at all
 //! when every statement is a helper call (see [`crate::streamed_kernel`]).
 //!
-//! The form: a copy of 4-byte runs with a loop X that reads consecutive elements (source
-//! stride 4) and a loop F that writes consecutive elements (destination stride 4), both of a
-//! multiple of 4 iterations and neither the outermost loop (the one threads split). A block
-//! is 4 iterations of each: it loads 4 source vectors (rows F = 0..4, each holding X = 0..4),
-//! transposes them in registers, and stores 4 destination vectors (rows X = 0..4, each
-//! holding F = 0..4). The block nest is the statement's loops in their order, with X and F
-//! stepping a block at a time.
+//! The form: a copy of 4- or 8-byte runs (elements) with a loop X that reads consecutive
+//! elements (source stride: the element size) and a loop F that writes consecutive elements
+//! (destination stride: the element size), both of a multiple of `n` iterations, where `n` =
+//! 16 bytes / the element size (4 or 2) is the elements of a register row, and neither the
+//! outermost loop (the one threads split). A block is `n` iterations of each: it loads `n`
+//! source vectors (rows F = 0..n, each holding X = 0..n), transposes them in registers, and
+//! stores `n` destination vectors (rows X = 0..n, each holding F = 0..n). The block nest is
+//! the statement's loops in their order, with X and F stepping a block at a time.
 //!
 //! Streaming stores pay off only when they fill whole 64-byte lines before the write-combining
 //! buffers let go of them (a partial line costs more than an ordinary store), so the form
@@ -36,26 +38,33 @@
 //! block 4: 1.23 against 1.01). Those keep the generated blocks. Elsewhere streaming won:
 //! NCHW -> NHWC of 64, 128, 192 and 256 channels 1.1-1.9 against 1.5-2.9, NHWC -> NCHW of 64
 //! and 512 channels 1.5 and 1.3 against 1.8 and 2.4, a 2000x2000 f32 transpose 1.3 against
-//! 2.8.
+//! 2.8; with 8-byte elements (2x2 blocks, two sittings each) NCHW -> NHWC of 64 channels
+//! 1.3-1.4 against 1.8-1.9, NHWC -> NCHW of 256 and 384 channels 1.4-1.8 against 1.6-2.1,
+//! 2000x2000 and 1000x3000 f64 1.3-1.5 against 1.5-1.9. 2-byte elements (8x8 blocks, eight
+//! rows in flight) are not streamed: the same sweeps of f16 and bf16 NCHW <-> NHWC ran at
+//! 1.2-1.5 in one sitting and 7-8 in the next against a steady 1.6-2.7.
 
 use crate::copy::STREAM_MIN_DST;
 use relayout_ir::{Loop, LoopAction, LoopStmt};
 
-/// Bytes of an element.
-const ELEM: i64 = 4;
+/// Bytes of a register row.
+const ROW: i64 = 16;
 /// Bytes of a cache line.
 const LINE: i64 = 64;
 /// Destination rows a multiple of this many bytes apart are not streamed (see the module
 /// documentation).
 const SLOW_ROW_DISTANCE: i64 = 2048;
 
-/// A statement run as 4x4 transposes with streaming stores: which loops are X and F.
+/// A statement run as register transposes with streaming stores: which loops are X and F.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransposeBlocks {
-    /// Index of the loop that reads consecutive elements (source stride 4).
+    /// Index of the loop that reads consecutive elements (source stride: the element size).
     pub x: usize,
-    /// Index of the loop that writes consecutive elements (destination stride 4).
+    /// Index of the loop that writes consecutive elements (destination stride: the element
+    /// size).
     pub f: usize,
+    /// Rows of a block, and elements of a row: 16 bytes / the element size (4 or 2).
+    pub n: u64,
 }
 
 impl TransposeBlocks {
@@ -63,25 +72,27 @@ impl TransposeBlocks {
     /// has the form described in the module documentation.
     pub fn of(stmt: &LoopStmt, dst_bytes: u64) -> Option<TransposeBlocks> {
         if stmt.action != LoopAction::Copy
-            || stmt.bytes != ELEM as u64
+            || ![4, 8].contains(&stmt.bytes)
             || dst_bytes < STREAM_MIN_DST
             || stmt.dst_offset % LINE != 0
         {
             return None;
         }
-        let blocks_of = |l: &Loop| l.extent >= 4 && l.extent % 4 == 0;
+        let elem = stmt.bytes as i64;
+        let n = ROW as u64 / stmt.bytes;
+        let blocks_of = |l: &Loop| l.extent >= n && l.extent % n == 0;
         let (x, lx) = stmt
             .loops
             .iter()
             .enumerate()
             .skip(1)
-            .find(|(_, l)| l.src_stride == ELEM && blocks_of(l))?;
+            .find(|(_, l)| l.src_stride == elem && blocks_of(l))?;
         let (f, lf) = stmt
             .loops
             .iter()
             .enumerate()
             .skip(1)
-            .find(|&(i, l)| i != x && l.dst_stride == ELEM && blocks_of(l))?;
+            .find(|&(i, l)| i != x && l.dst_stride == elem && blocks_of(l))?;
         let others_keep_lines = stmt
             .loops
             .iter()
@@ -91,8 +102,9 @@ impl TransposeBlocks {
         let f_innermost = stmt.loops[f + 1..]
             .iter()
             .enumerate()
-            .all(|(k, l)| f + 1 + k == x && l.extent == 4 || l.extent == 1);
-        let whole_lines = lx.dst_stride % LINE == 0 && lf.extent % 16 == 0 && f_innermost;
+            .all(|(k, l)| f + 1 + k == x && l.extent == n || l.extent == 1);
+        let whole_lines =
+            lx.dst_stride % LINE == 0 && (lf.extent as i64 * elem) % LINE == 0 && f_innermost;
         // Measured: see the module documentation.
         let rows_apart_well = lx.dst_stride % SLOW_ROW_DISTANCE != 0;
         // The block reorders the points of X and F, which is harmless only for a copy whose
@@ -103,11 +115,11 @@ impl TransposeBlocks {
             && lx.dst_stride != 0
             && lf.src_stride != 0
             && relayout_ir::dependence::points_disjoint(stmt, 0))
-        .then_some(TransposeBlocks { x, f })
+        .then_some(TransposeBlocks { x, f, n })
     }
 
-    /// The nest of blocks: the statement's loops in order, X and F stepping four iterations at
-    /// a time.
+    /// The nest of blocks: the statement's loops in order, X and F stepping a block (`n`
+    /// iterations) at a time.
     pub fn loops(&self, stmt: &LoopStmt) -> Vec<Loop> {
         stmt.loops
             .iter()
@@ -115,9 +127,9 @@ impl TransposeBlocks {
             .map(|(i, l)| {
                 if i == self.x || i == self.f {
                     Loop {
-                        extent: l.extent / 4,
-                        src_stride: 4 * l.src_stride,
-                        dst_stride: 4 * l.dst_stride,
+                        extent: l.extent / self.n,
+                        src_stride: self.n as i64 * l.src_stride,
+                        dst_stride: self.n as i64 * l.dst_stride,
                     }
                 } else {
                     *l
@@ -176,7 +188,7 @@ mod tests {
     fn channel_transposes_and_pixel_shuffles_are_blocks() {
         let stmt = nchw_to_nhwc();
         let blocks = TransposeBlocks::of(&stmt, BIG).expect("NCHW -> NHWC");
-        assert_eq!(blocks, TransposeBlocks { x: 2, f: 3 });
+        assert_eq!(blocks, TransposeBlocks { x: 2, f: 3, n: 4 });
         assert_eq!(
             blocks.loops(&stmt),
             vec![
@@ -197,7 +209,23 @@ mod tests {
         ]);
         assert_eq!(
             TransposeBlocks::of(&square, BIG),
-            Some(TransposeBlocks { x: 3, f: 4 })
+            Some(TransposeBlocks { x: 3, f: 4, n: 4 })
+        );
+        // NCHW -> NHWC of 4x64x112x112 f64: 2x2 blocks.
+        let wide = LoopStmt {
+            bytes: 8,
+            ..copy(vec![
+                lp(4, 6422528, 6422528),
+                lp(6272, 16, 1024),
+                lp(2, 8, 512),
+                lp(64, 100352, 8),
+            ])
+        };
+        let blocks = TransposeBlocks::of(&wide, BIG).expect("f64 NCHW -> NHWC");
+        assert_eq!(blocks, TransposeBlocks { x: 2, f: 3, n: 2 });
+        assert_eq!(
+            blocks.loops(&wide)[2..],
+            [lp(1, 16, 1024), lp(32, 200704, 16)]
         );
     }
 
@@ -206,10 +234,12 @@ mod tests {
         let stmt = nchw_to_nhwc();
         // A small output stays in cache: the generated shuffle blocks serve it.
         assert_eq!(TransposeBlocks::of(&stmt, BIG - 1), None);
-        // Not 4-byte elements, or not a copy.
-        let mut wide = stmt.clone();
-        wide.bytes = 8;
-        assert_eq!(TransposeBlocks::of(&wide, BIG), None);
+        // Not 4- or 8-byte elements, or not a copy.
+        let mut half = stmt.clone();
+        half.bytes = 2;
+        half.loops[2].src_stride = 2;
+        half.loops[3].dst_stride = 2;
+        assert_eq!(TransposeBlocks::of(&half, BIG), None);
         let mut fill = stmt.clone();
         fill.action = LoopAction::Fill {
             value: relayout_ir::Scalar(0),

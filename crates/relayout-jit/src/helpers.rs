@@ -7,7 +7,7 @@ use relayout_codegen::Helper;
 mod stream;
 
 pub use stream::{
-    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose4_nest,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,
 };
 

@@ -15,7 +15,7 @@
 //! order, and every call ends with a store fence, as the generated function does.
 
 use crate::helpers::{
-    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose4_nest,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,
 };
 use relayout_codegen::{StreamedRuns, RUN_ALL};
@@ -120,7 +120,14 @@ impl StreamedStmt {
                 StreamedRuns::Zero => relayout_stream_zero_nest(dst, self.bytes, nest, depth),
                 StreamedRuns::Transpose(_) => {
                     let (src_row, dst_row) = self.rows;
-                    relayout_stream_transpose4_nest(dst, src, src_row, dst_row, nest, depth)
+                    relayout_stream_transpose_nest(
+                        dst,
+                        src,
+                        self.bytes,
+                        [src_row, dst_row],
+                        nest,
+                        depth,
+                    )
                 }
             }
         }

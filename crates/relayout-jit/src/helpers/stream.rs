@@ -141,23 +141,24 @@ pub unsafe extern "C" fn relayout_stream_zero_nest(
     );
 }
 
-/// Transposes 4x4 blocks of 4-byte elements at every point of a loop nest of `depth` loops
-/// (`loops`, outermost first; one block when `depth` is 0): the block at `src` is four rows of
-/// four elements, `src_row` bytes apart, and lands at `dst` as four rows `dst_row` bytes
-/// apart, row `k` holding element `k` of each source row. Rows are written with streaming
-/// stores when every row of the nest is 16-byte aligned (checked here), else with ordinary
-/// ones. Called by the JIT for kernels that need no generated code (see
-/// `relayout_codegen::TransposeBlocks`); generated code has no call of it.
+/// Transposes square blocks of 16-byte rows at every point of a loop nest of `depth` loops
+/// (`loops`, outermost first; one block when `depth` is 0): with `size`-byte elements (4 or
+/// 8), a block is `n = 16 / size` rows of `n` elements, `src_row` bytes apart at `src`, and
+/// lands at `dst` as `n` rows `dst_row` bytes apart, row `k` holding element `k` of each
+/// source row. Rows are written with streaming stores when every row of the nest is 16-byte
+/// aligned (checked here), else with ordinary ones. Called by the JIT for kernels that need
+/// no generated code (see `relayout_codegen::TransposeBlocks`); generated code has no call of
+/// it.
 ///
 /// # Safety
-/// `loops` points to `depth` `StreamLoop`s; at every point of the nest, the four source rows
-/// of 16 bytes are valid for reads and the four destination rows for writes, and the source
-/// and destination do not overlap.
-pub unsafe fn relayout_stream_transpose4_nest(
+/// `size` is 4 or 8; `loops` points to `depth` `StreamLoop`s; at every point of the nest,
+/// the `n` source rows of 16 bytes are valid for reads and the `n` destination rows for
+/// writes, and the source and destination do not overlap.
+pub unsafe fn relayout_stream_transpose_nest(
     dst: *mut u8,
     src: *const u8,
-    src_row: i64,
-    dst_row: i64,
+    size: u64,
+    [src_row, dst_row]: [i64; 2],
     loops: *const StreamLoop,
     depth: u64,
 ) {
@@ -168,31 +169,45 @@ pub unsafe fn relayout_stream_transpose4_nest(
         let aligned = (dst as usize) % 16 == 0
             && dst_row % 16 == 0
             && loops.iter().all(|l| l.dst_stride % 16 == 0 || l.count == 1);
-        if aligned {
-            // SAFETY: the caller's contract for every block; every row is 16-byte aligned.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::transpose4::<true>(d, s, src_row, dst_row)
-            });
-        } else {
-            // SAFETY: the caller's contract for every block.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::transpose4::<false>(d, s, src_row, dst_row)
-            });
+        // One instance of `each_run` per element size and store kind, so that the block
+        // inlines into the innermost loop.
+        macro_rules! blocks {
+            ($n:literal) => {
+                if aligned {
+                    // SAFETY: the caller's contract for every block; every row is aligned.
+                    each_run(dst, src, loops, &mut |d, s| unsafe {
+                        x86::transpose::<$n, true>(d, s, src_row, dst_row)
+                    })
+                } else {
+                    // SAFETY: the caller's contract for every block.
+                    each_run(dst, src, loops, &mut |d, s| unsafe {
+                        x86::transpose::<$n, false>(d, s, src_row, dst_row)
+                    })
+                }
+            };
+        }
+        match size {
+            4 => blocks!(4),
+            8 => blocks!(2),
+            _ => unreachable!("transpose blocks of {size}-byte elements"),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's contract for every block.
-    each_run(dst, src, loops, &mut |d, s| unsafe {
-        for k in 0..4isize {
-            for j in 0..4isize {
-                std::ptr::copy_nonoverlapping(
-                    s.wrapping_offset(j * src_row as isize + 4 * k),
-                    d.wrapping_offset(k * dst_row as isize + 4 * j),
-                    4,
-                );
+    {
+        let n = 16 / size as isize;
+        // SAFETY: the caller's contract for every block.
+        each_run(dst, src, loops, &mut |d, s| unsafe {
+            for k in 0..n {
+                for j in 0..n {
+                    std::ptr::copy_nonoverlapping(
+                        s.wrapping_offset(j * src_row as isize + k * size as isize),
+                        d.wrapping_offset(k * dst_row as isize + j * size as isize),
+                        size as usize,
+                    );
+                }
             }
-        }
-    });
+        });
+    }
 }
 
 /// Orders the streaming stores made so far before any later store.
@@ -262,13 +277,13 @@ mod x86 {
         }
     }
 
-    /// One 4x4 block of `relayout_stream_transpose4_nest`, streamed when `STREAM` (then every
-    /// destination row is 16-byte aligned).
+    /// One block of `relayout_stream_transpose_nest`: `N` rows of `N` elements of `16 / N`
+    /// bytes, streamed when `STREAM` (then every destination row is 16-byte aligned).
     ///
     /// # Safety
-    /// As `relayout_stream_transpose4_nest`, for this block.
+    /// As `relayout_stream_transpose_nest`, for this block; `N` is 2 or 4.
     #[inline(always)]
-    pub(super) unsafe fn transpose4<const STREAM: bool>(
+    pub(super) unsafe fn transpose<const N: usize, const STREAM: bool>(
         dst: *mut u8,
         src: *const u8,
         src_row: i64,
@@ -276,29 +291,46 @@ mod x86 {
     ) {
         let (sr, dr) = (src_row as isize, dst_row as isize);
         // SAFETY (whole function): the rows are inside the buffers by the caller's contract,
-        // and aligned when streamed.
+        // and aligned when streamed; the unpacks have no preconditions (SSE2 is part of
+        // x86-64).
         unsafe {
-            let r0 = _mm_loadu_ps(src.cast());
-            let r1 = _mm_loadu_ps(src.wrapping_offset(sr).cast());
-            let r2 = _mm_loadu_ps(src.wrapping_offset(2 * sr).cast());
-            let r3 = _mm_loadu_ps(src.wrapping_offset(3 * sr).cast());
-            // The unpack network of `_MM_TRANSPOSE4_PS`.
-            let t0 = _mm_unpacklo_ps(r0, r1);
-            let t1 = _mm_unpacklo_ps(r2, r3);
-            let t2 = _mm_unpackhi_ps(r0, r1);
-            let t3 = _mm_unpackhi_ps(r2, r3);
-            let rows = [
-                _mm_movelh_ps(t0, t1),
-                _mm_movehl_ps(t1, t0),
-                _mm_movelh_ps(t2, t3),
-                _mm_movehl_ps(t3, t2),
-            ];
+            let r: [__m128i; N] = std::array::from_fn(|j| {
+                _mm_loadu_si128(src.wrapping_offset(j as isize * sr).cast())
+            });
+            // The unpack networks: each stage interleaves units twice as wide as the last,
+            // pairing rows so that row k of the result holds element k of every source row.
+            let rows: [__m128i; N] = match N {
+                2 => std::array::from_fn(|k| {
+                    if k == 0 {
+                        _mm_unpacklo_epi64(r[0], r[1])
+                    } else {
+                        _mm_unpackhi_epi64(r[0], r[1])
+                    }
+                }),
+                4 => {
+                    let t = [
+                        _mm_unpacklo_epi32(r[0], r[1]),
+                        _mm_unpacklo_epi32(r[2], r[3]),
+                        _mm_unpackhi_epi32(r[0], r[1]),
+                        _mm_unpackhi_epi32(r[2], r[3]),
+                    ];
+                    std::array::from_fn(|k| {
+                        let (a, b) = (t[2 * (k / 2)], t[2 * (k / 2) + 1]);
+                        if k % 2 == 0 {
+                            _mm_unpacklo_epi64(a, b)
+                        } else {
+                            _mm_unpackhi_epi64(a, b)
+                        }
+                    })
+                }
+                _ => unreachable!("blocks of {N} rows"),
+            };
             for (k, row) in rows.into_iter().enumerate() {
-                let at = dst.wrapping_offset(k as isize * dr).cast::<f32>();
+                let at = dst.wrapping_offset(k as isize * dr).cast::<__m128i>();
                 if STREAM {
-                    _mm_stream_ps(at, row);
+                    _mm_stream_si128(at, row);
                 } else {
-                    _mm_storeu_ps(at, row);
+                    _mm_storeu_si128(at, row);
                 }
             }
         }
@@ -380,9 +412,9 @@ mod tests {
         }
     }
 
-    /// A nest of 4x4 transposes puts element k of source row j at destination row k, place
-    /// j, for every block, with aligned (streamed) and misaligned (ordinary) destinations and
-    /// negative strides.
+    /// A nest of transposes puts element k of source row j at destination row k, place j, for
+    /// every block and element size, with aligned (streamed) and misaligned (ordinary)
+    /// destinations and negative strides.
     #[test]
     fn transpose_blocks_follow_the_strides() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 29 + 11) as u8).collect();
@@ -391,52 +423,56 @@ mod tests {
             dst_stride,
             src_stride,
         };
-        for (src_row, dst_row, loops) in [
-            (64i64, 64i64, vec![]),
-            (100, 48, vec![l(3, 16, 400)]),
-            (-96, 256, vec![l(2, -1024, 16), l(4, 16, -384)]),
-        ] {
-            for misalign in [0usize, 4] {
-                let mut storage = vec![0u8; 8192 + 32];
-                let at = (16 - storage.as_ptr() as usize % 16) % 16 + misalign;
-                let dst = &mut storage[at..at + 8192];
-                let (d0, s0) = (4096usize, 4096usize);
-                // SAFETY: every block's rows lie inside both 8192-byte buffers, which are
-                // distinct, and `loops` holds `loops.len()` loops.
-                unsafe {
-                    relayout_stream_transpose4_nest(
-                        dst.as_mut_ptr().add(d0),
-                        src.as_ptr().add(s0),
-                        src_row,
-                        dst_row,
-                        loops.as_ptr(),
-                        loops.len() as u64,
+        for size in [4i64, 8] {
+            let n = 16 / size;
+            for (src_row, dst_row, loops) in [
+                (64i64, 64i64, vec![]),
+                (100, 48, vec![l(3, 16, 800)]),
+                (-96, 256, vec![l(2, -2048, 16), l(4, 16, -100 * n)]),
+            ] {
+                for misalign in [0usize, 4] {
+                    let mut storage = vec![0u8; 8192 + 32];
+                    let at = (16 - storage.as_ptr() as usize % 16) % 16 + misalign;
+                    let dst = &mut storage[at..at + 8192];
+                    let (d0, s0) = (4096usize, 4096usize);
+                    // SAFETY: every block's rows lie inside both 8192-byte buffers, which are
+                    // distinct, and `loops` holds `loops.len()` loops.
+                    unsafe {
+                        relayout_stream_transpose_nest(
+                            dst.as_mut_ptr().add(d0),
+                            src.as_ptr().add(s0),
+                            size as u64,
+                            [src_row, dst_row],
+                            loops.as_ptr(),
+                            loops.len() as u64,
+                        );
+                    }
+                    relayout_store_fence();
+                    let mut want = vec![0u8; 8192];
+                    let mut points = vec![(d0 as i64, s0 as i64)];
+                    for l in &loops {
+                        points = points
+                            .iter()
+                            .flat_map(|&(d, s)| {
+                                (0..l.count as i64)
+                                    .map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
+                            })
+                            .collect();
+                    }
+                    for &(d, s) in &points {
+                        for (j, k) in (0..n).flat_map(|j| (0..n).map(move |k| (j, k))) {
+                            let from = (s + j * src_row + size * k) as usize;
+                            let to = (d + k * dst_row + size * j) as usize;
+                            let size = size as usize;
+                            want[to..to + size].copy_from_slice(&src[from..from + size]);
+                        }
+                    }
+                    assert_eq!(
+                        dst,
+                        &want[..],
+                        "size {size} rows {src_row} {dst_row} loops {loops:?} +{misalign}"
                     );
                 }
-                relayout_store_fence();
-                let mut want = vec![0u8; 8192];
-                let mut points = vec![(d0 as i64, s0 as i64)];
-                for l in &loops {
-                    points = points
-                        .iter()
-                        .flat_map(|&(d, s)| {
-                            (0..l.count as i64)
-                                .map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
-                        })
-                        .collect();
-                }
-                for &(d, s) in &points {
-                    for (j, k) in (0..4i64).flat_map(|j| (0..4i64).map(move |k| (j, k))) {
-                        let from = (s + j * src_row + 4 * k) as usize;
-                        let to = (d + k * dst_row + 4 * j) as usize;
-                        want[to..to + 4].copy_from_slice(&src[from..from + 4]);
-                    }
-                }
-                assert_eq!(
-                    dst,
-                    &want[..],
-                    "rows {src_row} {dst_row} loops {loops:?} +{misalign}"
-                );
             }
         }
     }
