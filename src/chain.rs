@@ -43,7 +43,7 @@ pub enum ChainError {
         source: OpError,
     },
     /// The op at `index` cannot be composed with its neighbour: it accumulates (Col2Im), or
-    /// the composed kernel would be too large (then compose the chain in two parts).
+    /// its neighbour does not write every element it reads.
     #[error("op {index} of the chain ({op}) cannot be composed: {reason}")]
     NotComposable {
         /// The op's position in the chain, from 0.
@@ -52,6 +52,25 @@ pub enum ChainError {
         op: &'static str,
         /// Which part of the gather form its lowering breaks.
         reason: String,
+    },
+    /// Composing the op at `index` with the ops before it would make a kernel of more than
+    /// `limit` statements (piecewise Pads multiply the pieces of what they read). The ops
+    /// before `index` compose, so a graph optimizer can split the chain there: compose
+    /// `ops[..index]` and `ops[index..]` separately (each may split again).
+    #[error(
+        "op {index} of the chain ({op}) would make the composed kernel {statements} \
+         statements, more than {limit}: compose ops 0 to {before} and the rest as two chains",
+        before = index - 1
+    )]
+    TooLarge {
+        /// The op's position in the chain, from 1 (a single op is never too large).
+        index: usize,
+        /// The op's name.
+        op: &'static str,
+        /// How many statements the composed kernel would have.
+        statements: usize,
+        /// The limit they pass.
+        limit: usize,
     },
     /// The composed kernel fails verification: a bug in the composition, never in the input.
     #[error("the composed kernel fails verification:\n{0}")]
@@ -141,6 +160,13 @@ pub fn compose_chain(ops: &[Op], input: &TensorType) -> Result<Kernel, ChainErro
 fn not_composable(ops: &[Op], index: usize, e: ComposeError) -> ChainError {
     match e {
         ComposeError::Verify(v) => ChainError::Verify(v),
+        // `Chain::new` takes one kernel whole, so only `then` (index >= 1) counts statements.
+        ComposeError::TooManyStatements { stmts, limit } if index >= 1 => ChainError::TooLarge {
+            index,
+            op: ops[index].name(),
+            statements: stmts,
+            limit,
+        },
         other => ChainError::NotComposable {
             index,
             op: ops[index].name(),

@@ -561,11 +561,73 @@ fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
             assert!(fused.stages().lowered.stmts.len() <= 256);
             check_chain(&ops, &input, &mut rng);
         }
-        Err(Error::Chain(ChainError::NotComposable { reason, .. })) => {
-            assert!(reason.contains("statements"), "{reason}")
-        }
+        Err(Error::Chain(ChainError::TooLarge {
+            index: 1,
+            statements,
+            limit,
+            ..
+        })) => assert!(statements > limit),
         Err(other) => panic!("{other}"),
     }
+}
+
+/// A chain too large to compose is refused with the op where it may be split, and the two
+/// parts compose: three reflect Pads of four dims (81 pieces each) split after the second or
+/// the first, and running the parts one after the other gives the ops' result.
+#[test]
+fn a_chain_too_large_names_where_to_split_it() {
+    let mut rng = Rng(16);
+    let pad = Op::Pad {
+        pads: vec![1, 1, 1, 1, 1, 1, 1, 1],
+        mode: PadMode::Reflect,
+        constant_value: PadValue::ZERO,
+        axes: None,
+    };
+    let input = t(DType::F32, &[3, 4, 5, 6]);
+    let ops = [pad.clone(), pad.clone(), pad];
+    let (index, statements, limit) = match compile_chain(&ops, &input) {
+        Err(Error::Chain(ChainError::TooLarge {
+            index,
+            op,
+            statements,
+            limit,
+        })) => {
+            assert_eq!(op, "Pad");
+            (index, statements, limit)
+        }
+        other => panic!("expected TooLarge, got {:?}", other.map(|_| ())),
+    };
+    assert!(
+        (1..3).contains(&index) && statements > limit,
+        "{index} {statements} {limit}"
+    );
+    let message = compile_chain(&ops, &input).err().unwrap().to_string();
+    assert!(
+        message.contains(&format!("compose ops 0 to {}", index - 1)),
+        "{message}"
+    );
+    // The front composes; the rest starts from the front's output type.
+    let front = compile_chain(&ops[..index], &input).unwrap();
+    let middle = front.output_type().clone();
+    let src = rng.bytes(input.size_bytes().unwrap() as usize);
+    let mid = front.run_to_vec(&src).unwrap();
+    let got = match compile_chain(&ops[index..], &middle) {
+        Ok(rest) => rest.run_to_vec(&mid).unwrap(),
+        // The rest may be too large again: split once more, one op at a time.
+        Err(Error::Chain(ChainError::TooLarge { .. })) => {
+            let mut data = mid;
+            let mut ty = middle;
+            for op in &ops[index..] {
+                let k = relayout::compile(op, &ty).unwrap();
+                data = k.run_to_vec(&data).unwrap();
+                ty = k.output_type().clone();
+            }
+            data
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let (_, want) = run_one_by_one(&ops, &input, &src);
+    assert_eq!(got, want);
 }
 
 /// Im2Col may end a chain (lowered as on its own, a scatter of blocks) and feed one (lowered

@@ -862,7 +862,9 @@ fn compile_chain(
         Some(category) => op_error(py, e.to_string(), Some(category)),
         None => match e {
             relayout::Error::Chain(
-                relayout::ChainError::EmptyChain | relayout::ChainError::NotComposable { .. },
+                relayout::ChainError::EmptyChain
+                | relayout::ChainError::NotComposable { .. }
+                | relayout::ChainError::TooLarge { .. },
             ) => PyValueError::new_err(e.to_string()),
             other => PyRuntimeError::new_err(other.to_string()),
         },

@@ -262,6 +262,11 @@ def test_chain():
                                shape=(1, 1, 4), dtype="f32")
     with pytest.raises(TypeError, match=r"ops\[0\]"):
         relayout.compile_chain([3], shape=(1, 4, 4, 1), dtype="f32")
+    # Three reflect Pads of four dims compose into too many statements: the message says
+    # where the chain splits into two that compose.
+    reflect = 'Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = "reflect"}'
+    with pytest.raises(ValueError, match=r"more than \d+: compose ops 0 to \d and the rest"):
+        relayout.compile_chain([reflect] * 3, shape=(3, 4, 5, 6), dtype="f32")
 
 
 def test_ir_stages():

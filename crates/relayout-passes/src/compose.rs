@@ -88,15 +88,18 @@ pub enum ComposeError {
         /// What the second kernel reads.
         read: TensorType,
     },
-    /// The composed kernel would have more than [`MAX_CHAIN_STMTS`] statements.
+    /// The composed kernel would have more statements than `limit`: [`MAX_GENERATED`] as
+    /// composed, or [`MAX_CHAIN_STMTS`] once the pieces that cannot apply are removed.
     #[error(
-        "the composed kernel would have {stmts} statements (at most {MAX_CHAIN_STMTS} once the \
-         pieces that cannot apply are removed, {MAX_GENERATED} before): run the chain in two \
-         parts"
+        "the composed kernel would have {stmts} statements, more than {limit} (at most \
+         {MAX_CHAIN_STMTS} once the pieces that cannot apply are removed, {MAX_GENERATED} \
+         before): run the chain in two parts"
     )]
     TooManyStatements {
         /// How many it would have.
         stmts: usize,
+        /// The limit it passes.
+        limit: usize,
     },
     /// The composed kernel fails verification: a bug in the composition, never in the input.
     #[error("the composed kernel fails verification:\n{0}")]
@@ -146,7 +149,10 @@ impl Chain {
             .count();
         let generated = copies.saturating_mul(pieces.len()) + (next.stmts.len() - copies);
         if generated > MAX_GENERATED {
-            return Err(ComposeError::TooManyStatements { stmts: generated });
+            return Err(ComposeError::TooManyStatements {
+                stmts: generated,
+                limit: MAX_GENERATED,
+            });
         }
         let composed = compose(&pieces, next, &self.kernel.src);
         let simplified = Kernel {
@@ -156,6 +162,7 @@ impl Chain {
         if simplified.stmts.len() > MAX_CHAIN_STMTS {
             return Err(ComposeError::TooManyStatements {
                 stmts: simplified.stmts.len(),
+                limit: MAX_CHAIN_STMTS,
             });
         }
         // Canonicalizing keeps the meaning; if it ever lost the verifier's proof, the kernel

@@ -91,7 +91,11 @@ def compile_chain(
     shape: Union[int, Sequence[int]],
     dtype: npt.DTypeLike,
 ) -> Kernel:
-    """Composes ops applied one after another into one kernel and compiles it."""
+    """Composes ops applied one after another into one kernel and compiles it.
+
+    Raises OpError for an op invalid for the type the chain gives it, and ValueError for an
+    empty chain, an op that cannot be composed (Col2Im), or a chain whose composed kernel
+    would be too large (the message names the op where to split it into two chains)."""
 
 def op_names() -> list[str]:
     """The op names relayout knows."""
