@@ -27,12 +27,8 @@
 //! destination row is a whole number of lines along F (X's destination stride a multiple of
 //! 64 and F of a multiple of 16 iterations) and F, stepping by blocks, is the innermost loop
 //! of more than one iteration. The other loops and the destination offset must keep lines
-//! whole (multiples of 64 bytes). The helper transposes four blocks along F at a time and
-//! stores each destination row's line whole, one line after the other, so that one line at
-//! a time waits in the write-combining buffers (storing each block's rows as they came, a
-//! line of every row at once, ran up to 3x slower where rows are 2 KiB apart). It checks the
-//! destination's alignment at run time and falls back to ordinary stores for a buffer that
-//! is not 16-byte aligned.
+//! whole (multiples of 64 bytes). The helper checks the destination's alignment at run time
+//! and falls back to ordinary stores for a buffer that is not 16-byte aligned.
 //!
 //! Where streaming lost, measured on the reference machine (2-core Zen, `relayout bench`,
 //! kernel / memcpy time, streamed against the generated shuffle blocks in one sitting): when
@@ -123,9 +119,7 @@ impl TransposeBlocks {
     }
 
     /// The nest of blocks: the statement's loops in order, X and F stepping a block (`n`
-    /// iterations) at a time, without the loops of one iteration but the outermost (the one
-    /// threads split). F, stepping 16 bytes along the destination rows a multiple of 4 times,
-    /// is the innermost, as the transpose helper wants it.
+    /// iterations) at a time.
     pub fn loops(&self, stmt: &LoopStmt) -> Vec<Loop> {
         stmt.loops
             .iter()
@@ -141,9 +135,6 @@ impl TransposeBlocks {
                     *l
                 }
             })
-            .enumerate()
-            .filter(|(i, l)| *i == 0 || l.extent != 1)
-            .map(|(_, l)| l)
             .collect()
     }
 
@@ -203,6 +194,7 @@ mod tests {
             vec![
                 lp(8, 3211264, 3211264),
                 lp(3136, 16, 1024),
+                lp(1, 16, 1024),
                 lp(16, 200704, 16),
             ]
         );
@@ -231,10 +223,10 @@ mod tests {
         };
         let blocks = TransposeBlocks::of(&wide, BIG).expect("f64 NCHW -> NHWC");
         assert_eq!(blocks, TransposeBlocks { x: 2, f: 3, n: 2 });
-        assert_eq!(blocks.loops(&wide)[2..], [lp(32, 200704, 16)]);
-        // X after F: its one block is dropped, and F stays innermost.
-        let square_blocks = TransposeBlocks::of(&square, BIG).unwrap().loops(&square);
-        assert_eq!(square_blocks[3..], [lp(4, 32000, 16)]);
+        assert_eq!(
+            blocks.loops(&wide)[2..],
+            [lp(1, 16, 1024), lp(32, 200704, 16)]
+        );
     }
 
     #[test]

@@ -142,8 +142,8 @@ pub unsafe extern "C" fn relayout_stream_zero_nest(
 }
 
 /// Transposes square blocks of 16-byte rows at every point of a loop nest of `depth` loops
-/// (`loops`, outermost first), whose innermost loop steps 16 bytes at the destination (along
-/// the destination rows) a multiple of 4 times: with `size`-byte elements (4 or 8), a block is `n = 16 / size` rows of `n` elements, `src_row` bytes apart at `src`, and
+/// (`loops`, outermost first; one block when `depth` is 0): with `size`-byte elements (4 or
+/// 8), a block is `n = 16 / size` rows of `n` elements, `src_row` bytes apart at `src`, and
 /// lands at `dst` as `n` rows `dst_row` bytes apart, row `k` holding element `k` of each
 /// source row. Rows are written with streaming stores when every row of the nest is 16-byte
 /// aligned (checked here), else with ordinary ones. Called by the JIT for kernels that need
@@ -164,44 +164,24 @@ pub unsafe fn relayout_stream_transpose_nest(
 ) {
     // SAFETY: the caller's contract, for the loops.
     let loops = unsafe { nest(loops, depth) };
-    let Some((inner, outer)) = loops.split_last() else {
-        unreachable!("a transpose nest without loops");
-    };
-    assert!(
-        inner.dst_stride == 16 && inner.count % 4 == 0,
-        "the innermost loop of a transpose nest must step 16 bytes a multiple of 4 times: \
-         {inner:?}"
-    );
     #[cfg(target_arch = "x86_64")]
     {
         let aligned = (dst as usize) % 16 == 0
             && dst_row % 16 == 0
             && loops.iter().all(|l| l.dst_stride % 16 == 0 || l.count == 1);
-        // The innermost loop steps one register row along the destination rows, so four of
-        // its blocks fill a 64-byte line of each row: those are transposed together and each
-        // line is stored whole, so that one line at a time waits in the write-combining
-        // buffers (storing each block's rows as it came, a line of every row at once, ran up
-        // to 3x slower where the rows are a multiple of 2 KiB apart).
-        let mut grouped = outer.to_vec();
-        grouped.push(StreamLoop {
-            count: inner.count / 4,
-            dst_stride: 64,
-            src_stride: inner.src_stride.wrapping_mul(4),
-        });
-        let step = inner.src_stride;
-        // One instance of `each_run` per element size and store kind, so that the four blocks
-        // inline into the innermost loop.
+        // One instance of `each_run` per element size and store kind, so that the block
+        // inlines into the innermost loop.
         macro_rules! blocks {
             ($n:literal) => {
                 if aligned {
                     // SAFETY: the caller's contract for every block; every row is aligned.
-                    each_run(dst, src, &grouped, &mut |d, s| unsafe {
-                        x86::lines::<$n, true>(d, s, [src_row, dst_row], step)
+                    each_run(dst, src, loops, &mut |d, s| unsafe {
+                        x86::transpose::<$n, true>(d, s, src_row, dst_row)
                     })
                 } else {
                     // SAFETY: the caller's contract for every block.
-                    each_run(dst, src, &grouped, &mut |d, s| unsafe {
-                        x86::lines::<$n, false>(d, s, [src_row, dst_row], step)
+                    each_run(dst, src, loops, &mut |d, s| unsafe {
+                        x86::transpose::<$n, false>(d, s, src_row, dst_row)
                     })
                 }
             };
@@ -214,7 +194,6 @@ pub unsafe fn relayout_stream_transpose_nest(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = outer;
         let n = 16 / size as isize;
         // SAFETY: the caller's contract for every block.
         each_run(dst, src, loops, &mut |d, s| unsafe {
@@ -298,58 +277,22 @@ mod x86 {
         }
     }
 
-    /// Four blocks of `relayout_stream_transpose_nest` side by side along the destination
-    /// rows (the `k`-th at `dst + 16 k` and `src + k step`), which fill one 64-byte line of
-    /// each of the `N` rows: each line is stored whole, one after the other.
+    /// One block of `relayout_stream_transpose_nest`: `N` rows of `N` elements of `16 / N`
+    /// bytes, streamed when `STREAM` (then every destination row is 16-byte aligned).
     ///
     /// # Safety
-    /// As `relayout_stream_transpose_nest`, for these four blocks; `N` is 2 or 4.
+    /// As `relayout_stream_transpose_nest`, for this block; `N` is 2 or 4.
     #[inline(always)]
-    pub(super) unsafe fn lines<const N: usize, const STREAM: bool>(
+    pub(super) unsafe fn transpose<const N: usize, const STREAM: bool>(
         dst: *mut u8,
         src: *const u8,
-        [src_row, dst_row]: [i64; 2],
-        step: i64,
+        src_row: i64,
+        dst_row: i64,
     ) {
-        // SAFETY: the caller's contract, for each block.
-        let blocks: [[__m128i; N]; 4] = std::array::from_fn(|g| unsafe {
-            block::<N>(src.wrapping_offset(g as isize * step as isize), src_row)
-        });
-        for k in 0..N {
-            let line = dst.wrapping_offset(k as isize * dst_row as isize);
-            for (g, block) in blocks.iter().enumerate() {
-                // SAFETY: the caller's contract.
-                unsafe { store::<STREAM>(line.wrapping_add(16 * g), block[k]) };
-            }
-        }
-    }
-
-    /// Stores a register row, streamed when `STREAM` (then `at` is 16-byte aligned).
-    ///
-    /// # Safety
-    /// `at` is valid for 16 bytes of writes, and aligned when streamed.
-    #[inline(always)]
-    unsafe fn store<const STREAM: bool>(at: *mut u8, row: __m128i) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            if STREAM {
-                _mm_stream_si128(at.cast(), row);
-            } else {
-                _mm_storeu_si128(at.cast(), row);
-            }
-        }
-    }
-
-    /// The `N` source rows at `src`, `src_row` bytes apart, transposed: row `k` holds element
-    /// `k` of each.
-    ///
-    /// # Safety
-    /// The rows are valid for 16 bytes of reads each; `N` is 2 or 4.
-    #[inline(always)]
-    unsafe fn block<const N: usize>(src: *const u8, src_row: i64) -> [__m128i; N] {
-        let sr = src_row as isize;
-        // SAFETY (whole function): the rows are inside the buffer by the caller's contract;
-        // the unpacks have no preconditions (SSE2 is part of x86-64).
+        let (sr, dr) = (src_row as isize, dst_row as isize);
+        // SAFETY (whole function): the rows are inside the buffers by the caller's contract,
+        // and aligned when streamed; the unpacks have no preconditions (SSE2 is part of
+        // x86-64).
         unsafe {
             let r: [__m128i; N] = std::array::from_fn(|j| {
                 _mm_loadu_si128(src.wrapping_offset(j as isize * sr).cast())
@@ -382,7 +325,14 @@ mod x86 {
                 }
                 _ => unreachable!("blocks of {N} rows"),
             };
-            rows
+            for (k, row) in rows.into_iter().enumerate() {
+                let at = dst.wrapping_offset(k as isize * dr).cast::<__m128i>();
+                if STREAM {
+                    _mm_stream_si128(at, row);
+                } else {
+                    _mm_storeu_si128(at, row);
+                }
+            }
         }
     }
 
@@ -464,7 +414,7 @@ mod tests {
 
     /// A nest of transposes puts element k of source row j at destination row k, place j, for
     /// every block and element size, with aligned (streamed) and misaligned (ordinary)
-    /// destinations, rows not a line apart and negative strides.
+    /// destinations and negative strides.
     #[test]
     fn transpose_blocks_follow_the_strides() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 29 + 11) as u8).collect();
@@ -475,11 +425,9 @@ mod tests {
         };
         for size in [4i64, 8] {
             let n = 16 / size;
-            // Innermost loops of 4 and 8 steps of 16 bytes (one and two lines of each row).
             for (src_row, dst_row, loops) in [
-                (64i64, 64i64, vec![l(4, 16, 16)]),
-                (100, 80, vec![l(4, 16, 800)]),
-                (700, 256, vec![l(2, 1024, 40), l(8, 16, 80)]),
+                (64i64, 64i64, vec![]),
+                (100, 48, vec![l(3, 16, 800)]),
                 (-96, 256, vec![l(2, -2048, 16), l(4, 16, -100 * n)]),
             ] {
                 for misalign in [0usize, 4] {
