@@ -42,6 +42,37 @@ fn run_guarded(
     None
 }
 
+/// The op and input type of an op description in the syntax of `relayout lower`.
+fn op_of(spec: &str) -> (Op, relayout::OpSpec) {
+    let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+    (op, parsed)
+}
+
+/// Runs `kernel` on `src` in guarded buffers, with each guard, whole and in 3 and 7 forced
+/// pieces, and names each run whose output is not `want`.
+fn guarded_pieces_failures(
+    spec: &str,
+    kernel: &relayout_jit::CompiledKernel,
+    src: &[u8],
+    want: &[u8],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for guard in Guard::BOTH {
+        for pieces in [1, 3, 7] {
+            let src = GuardedBuf::from_bytes(src, guard);
+            let mut dst = GuardedBuf::from_bytes(&random_bytes(want.len(), 99), guard);
+            kernel
+                .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
+                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+            if dst[..] != want[..] {
+                failures.push(format!("{spec}: {pieces} pieces, guard at {guard:?}"));
+            }
+        }
+    }
+    failures
+}
+
 /// Compiles `op` for `input`, runs it guarded on random data, and compares with the reference
 /// implementation.
 fn check_against_reference(op: &Op, input: &TensorType, seed: u64) -> Result<(), String> {
@@ -251,8 +282,7 @@ fn medium_shapes_split_over_threads() {
     ];
     let mut failures = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let (op, parsed) = op_of(spec);
         let size = parsed.input.size_bytes().unwrap();
         assert!(size >= 512 << 10, "{spec} is too small to be split");
         if let Err(why) = check_against_reference(&op, &parsed.input, i as u64) {
@@ -274,8 +304,7 @@ fn collapsed_outer_loops_in_guarded_buffers() {
     ];
     let mut kernels: Vec<(String, relayout::CompiledLoops, Vec<u8>, Vec<u8>)> = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let (op, parsed) = op_of(spec);
         let loops = relayout::lower(&op, &parsed.input).unwrap().loops;
         let src = random_bytes(byte_len(&parsed.input), i as u64);
         let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
@@ -345,8 +374,7 @@ fn streaming_stores_in_guarded_buffers() {
     let mut failures = Vec::new();
     let mut without_code = 0;
     for (i, spec) in specs.iter().enumerate() {
-        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let (op, parsed) = op_of(spec);
         let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
         let clif = relayout::clif_text(&stages.loops).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -369,18 +397,7 @@ fn streaming_stores_in_guarded_buffers() {
         }
         let src = random_bytes(byte_len(&parsed.input), 500 + i as u64);
         let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
-        for guard in Guard::BOTH {
-            for pieces in [1, 3, 7] {
-                let src = GuardedBuf::from_bytes(&src, guard);
-                let mut dst = GuardedBuf::from_bytes(&random_bytes(want.len(), 99), guard);
-                kernel
-                    .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
-                    .unwrap_or_else(|e| panic!("{spec}: {e}"));
-                if dst[..] != want[..] {
-                    failures.push(format!("{spec}: {pieces} pieces, guard at {guard:?}"));
-                }
-            }
-        }
+        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
@@ -407,8 +424,7 @@ fn streamed_transposes_in_guarded_buffers() {
     ];
     let mut failures = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let (op, parsed) = op_of(spec);
         let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
         for index in 0..stages.loops.stmts.len() {
             let said = relayout_codegen::describe(&stages.loops, index).unwrap_or_default();
@@ -423,18 +439,7 @@ fn streamed_transposes_in_guarded_buffers() {
         assert_eq!(stages_run, ["verify", "streams"], "{spec}");
         let src = random_bytes(byte_len(&parsed.input), 700 + i as u64);
         let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
-        for guard in Guard::BOTH {
-            for pieces in [1, 3, 7] {
-                let src = GuardedBuf::from_bytes(&src, guard);
-                let mut dst = GuardedBuf::from_bytes(&random_bytes(want.len(), 99), guard);
-                kernel
-                    .run_split(&src, &mut dst, relayout::Split::Pieces(pieces))
-                    .unwrap_or_else(|e| panic!("{spec}: {e}"));
-                if dst[..] != want[..] {
-                    failures.push(format!("{spec}: {pieces} pieces, guard at {guard:?}"));
-                }
-            }
-        }
+        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
         // A destination 4 bytes past a 16-byte boundary: ordinary stores.
         let mut storage = vec![0u8; want.len() + 32];
         let at = (20 - storage.as_ptr() as usize % 16) % 16;
@@ -475,8 +480,7 @@ fn strided_slices_reaching_the_buffer_ends() {
     ];
     let mut failures = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let parsed = relayout::parse_op_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let op = Op::from_attrs(&parsed.name, &parsed.attrs).unwrap_or_else(|e| panic!("{e}"));
+        let (op, parsed) = op_of(spec);
         let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
         let notes = relayout::codegen_notes(&stages.loops);
         assert!(

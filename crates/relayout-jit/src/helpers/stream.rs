@@ -412,6 +412,21 @@ mod tests {
         }
     }
 
+    /// The (destination, source) offsets of every point of `loops` from `(d0, s0)`, in the
+    /// order of the loops.
+    fn points(d0: usize, s0: usize, loops: &[StreamLoop]) -> Vec<(i64, i64)> {
+        let mut points = vec![(d0 as i64, s0 as i64)];
+        for l in loops {
+            points = points
+                .iter()
+                .flat_map(|&(d, s)| {
+                    (0..l.count as i64).map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
+                })
+                .collect();
+        }
+        points
+    }
+
     /// A nest of transposes puts element k of source row j at destination row k, place j, for
     /// every block and element size, with aligned (streamed) and misaligned (ordinary)
     /// destinations and negative strides.
@@ -449,17 +464,7 @@ mod tests {
                     }
                     relayout_store_fence();
                     let mut want = vec![0u8; 8192];
-                    let mut points = vec![(d0 as i64, s0 as i64)];
-                    for l in &loops {
-                        points = points
-                            .iter()
-                            .flat_map(|&(d, s)| {
-                                (0..l.count as i64)
-                                    .map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
-                            })
-                            .collect();
-                    }
-                    for &(d, s) in &points {
+                    for (d, s) in points(d0, s0, &loops) {
                         for (j, k) in (0..n).flat_map(|j| (0..n).map(move |k| (j, k))) {
                             let from = (s + j * src_row + size * k) as usize;
                             let to = (d + k * dst_row + size * j) as usize;
@@ -509,17 +514,7 @@ mod tests {
             }
             relayout_store_fence();
             let mut want = vec![0u8; 4096];
-            let mut points = vec![(d0 as i64, s0 as i64)];
-            for l in &loops {
-                points = points
-                    .iter()
-                    .flat_map(|&(d, s)| {
-                        (0..l.count as i64)
-                            .map(move |k| (d + k * l.dst_stride, s + k * l.src_stride))
-                    })
-                    .collect();
-            }
-            for &(d, s) in &points {
+            for (d, s) in points(d0, s0, &loops) {
                 let (d, s) = (d as usize, s as usize);
                 want[d..d + len].copy_from_slice(&src[s..s + len]);
             }
