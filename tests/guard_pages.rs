@@ -455,6 +455,74 @@ fn streamed_transposes_in_guarded_buffers() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Random transposes of 4- and 8-byte elements into outputs just above 8 MiB, of 2 to 4 dims
+/// of shapes that models have (and odd ones), in every permutation: where the passes leave a
+/// statement that the streamed register transposes take, the kernel runs in guarded buffers,
+/// whole and in pieces, against the reference. Enough of them must run without generated code
+/// (every statement a helper call) for the test to prove something.
+#[test]
+fn random_large_transposes_in_guarded_buffers() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let dims = [
+        4u64, 8, 12, 16, 28, 56, 60, 64, 100, 112, 120, 128, 192, 250,
+    ];
+    let dtypes = [DType::F32, DType::I32, DType::U32, DType::F64, DType::I64];
+    let (mut streamed, mut failures) = (0, Vec::new());
+    for case in 0..24u64 {
+        let dtype = dtypes[next(dtypes.len() as u64) as usize];
+        let rank = 2 + next(3) as usize;
+        let mut shape: Vec<u64> = (0..rank - 1)
+            .map(|_| dims[next(dims.len() as u64) as usize])
+            .collect();
+        // The last dim brings the tensor to a little over 8 MiB.
+        let elements = ((8u64 << 20) + (1 << 18)) / dtype.size() as u64;
+        shape.push(
+            elements
+                .div_ceil(shape.iter().product())
+                .next_multiple_of(4),
+        );
+        let mut perm: Vec<i64> = (0..rank as i64).collect();
+        while perm.windows(2).all(|w| w[0] < w[1]) {
+            for i in (1..rank).rev() {
+                perm.swap(i, next(i as u64 + 1) as usize);
+            }
+        }
+        let input = TensorType::new(dtype, shape.clone());
+        let op = Op::Transpose {
+            perm: Some(perm.clone()),
+        };
+        let spec = format!("Transpose {perm:?} of {input}");
+        let stages = relayout::lower(&op, &input).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let transposes = (0..stages.loops.stmts.len())
+            .filter(|&i| {
+                relayout_codegen::describe(&stages.loops, i)
+                    .is_some_and(|said| said.contains("register transposes"))
+            })
+            .count();
+        if transposes == 0 {
+            continue;
+        }
+        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
+        // Every statement a helper call: no generated code (else some run as generated code).
+        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
+        streamed += usize::from(stages_run == ["verify", "streams"]);
+        let src = random_bytes(byte_len(&input), 900 + case);
+        let want = relayout_reference::reference(&op, &input, &src).unwrap();
+        failures.extend(guarded_pieces_failures(&spec, &kernel, &src, &want));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        streamed >= 6,
+        "only {streamed} of 24 transposes ran without code"
+    );
+}
+
 /// Strided Slices run as shuffle blocks that load whole 16-byte vectors, skipped elements
 /// included, while the verifier proved in bounds only the elements read. Here the last (or,
 /// reversed, the first) element read is the last (first) element of the buffer: steps 2 from
