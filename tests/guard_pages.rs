@@ -481,7 +481,7 @@ fn random_large_transposes_in_guarded_buffers() {
             .map(|_| dims[next(dims.len() as u64) as usize])
             .collect();
         // The last dim brings the tensor to a little over 8 MiB.
-        let elements = ((8u64 << 20) + (1 << 18)) / dtype.size() as u64;
+        let elements = ((8u64 << 20) + (1 << 18)) / dtype.size();
         shape.push(
             elements
                 .div_ceil(shape.iter().product())
