@@ -2,7 +2,7 @@
 //!
 //! When every statement of a kernel streams its whole nest through one helper call (a copy or
 //! a fill of zeros into an output of 8 MiB or more, in runs of whole cache lines, or a
-//! transpose of 4-byte elements into such an output, in 4x4 register blocks: see
+//! transpose of 4- or 8-byte elements into such an output, in register blocks: see
 //! `relayout_codegen::streamed_kernel`), its generated function would only lay out each
 //! nest and call the helper. The JIT makes those calls itself instead, with the same loops,
 //! strides and offsets, and compiles nothing: Cranelift's fixed cost and its register
@@ -28,7 +28,7 @@ pub(crate) struct StreamedStmt {
     src_offset: i64,
     dst_offset: i64,
     /// The loops, outermost first, with their extents as counts (for a transpose, the nest
-    /// of its 4x4 blocks).
+    /// of its register blocks).
     loops: Vec<StreamLoop>,
     /// For a transpose: the bytes between a block's source rows and between its destination
     /// rows.
