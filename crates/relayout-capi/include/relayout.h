@@ -64,7 +64,9 @@ relayout_kernel_t *relayout_compile(const char *op, relayout_error_t **error);
  * each later op without a type, which the op before it gives ("DepthToSpace {block_size =
  * 2}"). Returns a new kernel (run, inspected and freed as relayout_compile()'s), or NULL on
  * failure, with *error set when `error` is not NULL: an op invalid for the type the chain gives
- * it has that op's category; a chain that cannot be composed (a Col2Im in it) says why.
+ * it has that op's category; a chain that cannot be composed (a Col2Im in it) says why, and a
+ * chain whose composed kernel would be too large (several piecewise Pads) names the op where
+ * it splits into two chains that compose.
  */
 relayout_kernel_t *relayout_compile_chain(const char *const *ops, size_t n_ops,
                                           relayout_error_t **error);

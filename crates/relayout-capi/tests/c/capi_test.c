@@ -189,7 +189,7 @@ static void chains(void) {
     relayout_kernel_free(k);
 
     /* A later op with a type; an op invalid for the type the chain gives it (its category);
-     * a Col2Im, which has no gather form; no ops; NULL arguments. */
+     * a Col2Im, which has no gather form; a chain too large; no ops; NULL arguments. */
     const char *typed[2] = {s2d, "DepthToSpace {block_size = 2} : tensor<1x2x2x8xf32>"};
     expect_chain_error(typed, 2, "leave out");
     const char *invalid[2] = {s2d, "DepthToSpace {block_size = 3}"};
@@ -200,6 +200,12 @@ static void chains(void) {
     const char *col2im[2] = {"Reshape {shape = [1, 4, 4]} : tensor<1x16xf32>",
                              "Col2Im {image_shape = [3, 3], block_shape = [2, 2]}"};
     expect_chain_error(col2im, 2, "cannot be composed");
+    /* Three reflect Pads of four dims: too large to compose, split after the op named. */
+    const char *reflects[3] = {
+        "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"} : tensor<3x4x5x6xf32>",
+        "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"}",
+        "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"}"};
+    expect_chain_error(reflects, 3, "and the rest as two chains");
     expect_chain_error(identity, 0, "n_ops is 0");
     expect_chain_error(NULL, 2, "ops is NULL");
     const char *with_null[2] = {s2d, NULL};
