@@ -59,8 +59,8 @@ pub enum ChainError {
     /// `ops[..index]` and `ops[index..]` separately (each may split again).
     #[error(
         "op {index} of the chain ({op}) would make the composed kernel {statements} \
-         statements, more than {limit}: compose ops 0 to {before} and the rest as two chains",
-        before = index - 1
+         statements, more than {limit}: compose the ops before it and the ops from it on as \
+         two chains (ops[..{index}] and ops[{index}..])"
     )]
     TooLarge {
         /// The op's position in the chain, from 1 (a single op is never too large).

@@ -603,7 +603,7 @@ fn a_chain_too_large_names_where_to_split_it() {
     );
     let message = compile_chain(&ops, &input).err().unwrap().to_string();
     assert!(
-        message.contains(&format!("compose ops 0 to {}", index - 1)),
+        message.contains(&format!("(ops[..{index}] and ops[{index}..])")),
         "{message}"
     );
     // The front composes; the rest starts from the front's output type.

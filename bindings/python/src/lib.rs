@@ -26,6 +26,37 @@ pyo3::create_exception!(
      `unknown_op`, ...), `str(e)` names the rule and the values that break it."
 );
 
+pyo3::create_exception!(
+    relayout,
+    ChainTooLarge,
+    PyValueError,
+    "A chain whose composed kernel would have too many statements (piecewise Pads multiply \
+     the pieces of what they read).\n\n\
+     `index` is the op where the chain splits into two that compose (`ops[:index]` and \
+     `ops[index:]`, each of which may split again), `statements` how many the kernel would \
+     have, `limit` the limit they pass."
+);
+
+/// The `ChainTooLarge` error for a chain refused as too large, with its attributes.
+fn chain_too_large(
+    py: Python<'_>,
+    message: String,
+    index: usize,
+    statements: usize,
+    limit: usize,
+) -> PyErr {
+    let err = ChainTooLarge::new_err(message);
+    let value = err.value(py);
+    let set = value
+        .setattr("index", index)
+        .and_then(|()| value.setattr("statements", statements))
+        .and_then(|()| value.setattr("limit", limit));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
 /// The `OpError` for an error of the facade with a category, a `RuntimeError` for the others
 /// (which are bugs in relayout, never in the input).
 fn op_error(py: Python<'_>, message: String, category: Option<&str>) -> PyErr {
@@ -861,10 +892,14 @@ fn compile_chain(
     let compiled = relayout::compile_chain(&chain, &input).map_err(|e| match e.category() {
         Some(category) => op_error(py, e.to_string(), Some(category)),
         None => match e {
+            relayout::Error::Chain(relayout::ChainError::TooLarge {
+                index,
+                statements,
+                limit,
+                ..
+            }) => chain_too_large(py, e.to_string(), index, statements, limit),
             relayout::Error::Chain(
-                relayout::ChainError::EmptyChain
-                | relayout::ChainError::NotComposable { .. }
-                | relayout::ChainError::TooLarge { .. },
+                relayout::ChainError::EmptyChain | relayout::ChainError::NotComposable { .. },
             ) => PyValueError::new_err(e.to_string()),
             other => PyRuntimeError::new_err(other.to_string()),
         },
@@ -891,6 +926,7 @@ fn _relayout(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The class attribute is the default for an OpError raised from Python without one.
     op_error_type.setattr("category", py.None())?;
     m.add("OpError", op_error_type)?;
+    m.add("ChainTooLarge", py.get_type::<ChainTooLarge>())?;
     let dtypes: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
     m.add("DTYPES", PyTuple::new(py, dtypes)?)?;
     m.add("STAGES", PyTuple::new(py, STAGES)?)?;

@@ -265,8 +265,25 @@ def test_chain():
     # Three reflect Pads of four dims compose into too many statements: the message says
     # where the chain splits into two that compose.
     reflect = 'Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = "reflect"}'
-    with pytest.raises(ValueError, match=r"more than \d+: compose ops 0 to \d and the rest"):
+    with pytest.raises(relayout.ChainTooLarge, match=r"more than \d+: .* \(ops\[\.\.1\] and ops\[1\.\.\]\)") as e:
         relayout.compile_chain([reflect] * 3, shape=(3, 4, 5, 6), dtype="f32")
+    assert isinstance(e.value, ValueError) and 1 <= e.value.index < 3
+    assert e.value.statements > e.value.limit > 0
+    # The parts compose, and run one after the other they give the three Pads' result.
+    x = np.random.default_rng(3).standard_normal((3, 4, 5, 6)).astype(np.float32)
+    front = relayout.compile_chain([reflect] * e.value.index, shape=x.shape, dtype=x.dtype)
+    mid = front(x)
+    rest = [reflect] * (3 - e.value.index)
+    try:
+        y = relayout.compile_chain(rest, shape=mid.shape, dtype=mid.dtype)(mid)
+    except relayout.ChainTooLarge:
+        y = mid
+        for op in rest:
+            y = relayout.compile_chain([op], shape=y.shape, dtype=y.dtype)(y)
+    want = x
+    for _ in range(3):
+        want = np.pad(want, 1, mode="reflect")
+    assert_same(y, want)
 
 
 def test_ir_stages():
@@ -364,7 +381,7 @@ def test_docstring_examples():
         failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert failed == 0
     assert relayout.compile.__doc__ and "Example" in relayout.compile.__doc__
-    for name in ("apply", "compile_chain", "Kernel", "OpError", "op_names"):
+    for name in ("apply", "compile_chain", "Kernel", "OpError", "ChainTooLarge", "op_names"):
         assert getattr(relayout, name).__doc__, name
     for name in ("input_shape", "output_shape", "dtype", "movement", "movement_kind", "bytes_moved", "op", "ir",
                  "explain_svg"):

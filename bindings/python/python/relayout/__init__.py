@@ -19,6 +19,7 @@ See :func:`compile`, :func:`apply`, :func:`compile_chain` and :class:`Kernel`.
 from ._relayout import (
     DTYPES,
     STAGES,
+    ChainTooLarge,
     Kernel,
     OpError,
     apply,
@@ -30,6 +31,7 @@ from ._relayout import (
 __all__ = [
     "DTYPES",
     "STAGES",
+    "ChainTooLarge",
     "Kernel",
     "OpError",
     "apply",

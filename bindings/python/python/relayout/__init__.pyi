@@ -21,6 +21,15 @@ class OpError(ValueError):
 
     category: Optional[str]
 
+class ChainTooLarge(ValueError):
+    """A chain whose composed kernel would have too many statements: `ops[:index]` and
+    `ops[index:]` compose (each may split again); `statements` is how many the kernel would
+    have, `limit` the limit they pass."""
+
+    index: int
+    statements: int
+    limit: int
+
 class Kernel:
     """An op (or composed chain) compiled to machine code for one input shape and dtype."""
 
@@ -93,9 +102,10 @@ def compile_chain(
 ) -> Kernel:
     """Composes ops applied one after another into one kernel and compiles it.
 
-    Raises OpError for an op invalid for the type the chain gives it, and ValueError for an
-    empty chain, an op that cannot be composed (Col2Im), or a chain whose composed kernel
-    would be too large (the message names the op where to split it into two chains)."""
+    Raises OpError for an op invalid for the type the chain gives it, ChainTooLarge (a
+    ValueError) for a chain whose composed kernel would be too large (its `index` is where
+    to split it into two chains), and ValueError for an empty chain or an op that cannot be
+    composed (Col2Im)."""
 
 def op_names() -> list[str]:
     """The op names relayout knows."""

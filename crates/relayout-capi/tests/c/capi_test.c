@@ -205,7 +205,7 @@ static void chains(void) {
         "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"} : tensor<3x4x5x6xf32>",
         "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"}",
         "Pad {pads = [1, 1, 1, 1, 1, 1, 1, 1], mode = \"reflect\"}"};
-    expect_chain_error(reflects, 3, "and the rest as two chains");
+    expect_chain_error(reflects, 3, "the ops from it on as two chains");
     expect_chain_error(identity, 0, "n_ops is 0");
     expect_chain_error(NULL, 2, "ops is NULL");
     const char *with_null[2] = {s2d, NULL};
