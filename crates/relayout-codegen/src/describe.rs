@@ -90,8 +90,8 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                  stores, one helper call for the whole loop nest: the output is too large to \
                  stay in cache; every statement of the kernel is such a call, so the JIT makes \
                  the calls itself and compiles no code",
-                blocks.src_row(stmt),
-                blocks.dst_row(stmt),
+                blocks.src_row,
+                blocks.dst_row,
                 n = blocks.n
             ));
         }

@@ -72,6 +72,10 @@ pub struct TransposeBlocks {
     pub f: usize,
     /// Rows of a block, and elements of a row: 16 bytes / the element size (4 or 2).
     pub n: u64,
+    /// Bytes between the block's source rows (F's source stride).
+    pub src_row: i64,
+    /// Bytes between the block's destination rows (X's destination stride).
+    pub dst_row: i64,
 }
 
 impl TransposeBlocks {
@@ -122,7 +126,13 @@ impl TransposeBlocks {
             && lx.dst_stride != 0
             && lf.src_stride != 0
             && relayout_ir::dependence::points_disjoint(stmt, 0))
-        .then_some(TransposeBlocks { x, f, n })
+        .then_some(TransposeBlocks {
+            x,
+            f,
+            n,
+            src_row: lf.src_stride,
+            dst_row: lx.dst_stride,
+        })
     }
 
     /// The nest of blocks: the statement's loops in order, X and F stepping a block (`n`
@@ -143,16 +153,6 @@ impl TransposeBlocks {
                 }
             })
             .collect()
-    }
-
-    /// Bytes between the block's source rows (F's source stride).
-    pub fn src_row(&self, stmt: &LoopStmt) -> i64 {
-        stmt.loops[self.f].src_stride
-    }
-
-    /// Bytes between the block's destination rows (X's destination stride).
-    pub fn dst_row(&self, stmt: &LoopStmt) -> i64 {
-        stmt.loops[self.x].dst_stride
     }
 }
 
@@ -195,7 +195,16 @@ mod tests {
     fn channel_transposes_and_pixel_shuffles_are_blocks() {
         let stmt = nchw_to_nhwc();
         let blocks = TransposeBlocks::of(&stmt, BIG).expect("NCHW -> NHWC");
-        assert_eq!(blocks, TransposeBlocks { x: 2, f: 3, n: 4 });
+        assert_eq!(
+            blocks,
+            TransposeBlocks {
+                x: 2,
+                f: 3,
+                n: 4,
+                src_row: 50176,
+                dst_row: 256
+            }
+        );
         assert_eq!(
             blocks.loops(&stmt),
             vec![
@@ -205,7 +214,6 @@ mod tests {
                 lp(16, 200704, 16),
             ]
         );
-        assert_eq!((blocks.src_row(&stmt), blocks.dst_row(&stmt)), (50176, 256));
         // A 2000x2000 transpose as the passes tile it.
         let square = copy(vec![
             lp(7, 1024, 2048000),
@@ -216,7 +224,13 @@ mod tests {
         ]);
         assert_eq!(
             TransposeBlocks::of(&square, BIG),
-            Some(TransposeBlocks { x: 3, f: 4, n: 4 })
+            Some(TransposeBlocks {
+                x: 3,
+                f: 4,
+                n: 4,
+                src_row: 8000,
+                dst_row: 8000
+            })
         );
         // NCHW -> NHWC of 4x64x112x112 f64: 2x2 blocks.
         let wide = LoopStmt {
@@ -229,7 +243,16 @@ mod tests {
             ])
         };
         let blocks = TransposeBlocks::of(&wide, BIG).expect("f64 NCHW -> NHWC");
-        assert_eq!(blocks, TransposeBlocks { x: 2, f: 3, n: 2 });
+        assert_eq!(
+            blocks,
+            TransposeBlocks {
+                x: 2,
+                f: 3,
+                n: 2,
+                src_row: 100352,
+                dst_row: 512
+            }
+        );
         assert_eq!(
             blocks.loops(&wide)[2..],
             [lp(1, 16, 1024), lp(32, 200704, 16)]

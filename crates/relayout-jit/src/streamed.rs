@@ -30,9 +30,6 @@ pub(crate) struct StreamedStmt {
     /// The loops, outermost first, with their extents as counts (for a transpose, the nest
     /// of its register blocks).
     loops: Vec<StreamLoop>,
-    /// For a transpose: the bytes between a block's source rows and between its destination
-    /// rows.
-    rows: (i64, i64),
 }
 
 impl StreamedStmt {
@@ -56,10 +53,6 @@ impl StreamedStmt {
                 },
             })
             .collect(),
-            rows: match runs {
-                StreamedRuns::Transpose(blocks) => (blocks.src_row(stmt), blocks.dst_row(stmt)),
-                StreamedRuns::Copy | StreamedRuns::Zero => (0, 0),
-            },
         }
     }
 
@@ -118,17 +111,14 @@ impl StreamedStmt {
             match self.runs {
                 StreamedRuns::Copy => relayout_stream_copy_nest(dst, src, self.bytes, nest, depth),
                 StreamedRuns::Zero => relayout_stream_zero_nest(dst, self.bytes, nest, depth),
-                StreamedRuns::Transpose(_) => {
-                    let (src_row, dst_row) = self.rows;
-                    relayout_stream_transpose_nest(
-                        dst,
-                        src,
-                        self.bytes,
-                        [src_row, dst_row],
-                        nest,
-                        depth,
-                    )
-                }
+                StreamedRuns::Transpose(blocks) => relayout_stream_transpose_nest(
+                    dst,
+                    src,
+                    self.bytes,
+                    [blocks.src_row, blocks.dst_row],
+                    nest,
+                    depth,
+                ),
             }
         }
     }
