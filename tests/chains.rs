@@ -22,6 +22,16 @@ fn run_one_by_one(ops: &[Op], input: &TensorType, src: &[u8]) -> (TensorType, Ve
     (ty, data)
 }
 
+/// A reflect Pad of every dim (`pads`: all begins, then all ends).
+fn reflect_pad(pads: Vec<i64>) -> Op {
+    Op::Pad {
+        pads,
+        mode: PadMode::Reflect,
+        constant_value: PadValue::ZERO,
+        axes: None,
+    }
+}
+
 /// Composes `ops`, checks it against running them one by one on random data (on one thread and
 /// on two), and returns the movement of the composed kernel.
 fn check_chain(ops: &[Op], input: &TensorType, rng: &mut Rng) -> Movement {
@@ -525,12 +535,7 @@ fn pads_of_every_mode_compose_with_slices_and_transposes() {
         steps: None,
     };
     let input = t(DType::F32, &[2, 4, 6]);
-    let reflect = Op::Pad {
-        pads: vec![0, 0, 1, 0, 0, 1],
-        mode: PadMode::Reflect,
-        constant_value: PadValue::ZERO,
-        axes: None,
-    };
+    let reflect = reflect_pad(vec![0, 0, 1, 0, 0, 1]);
     let ops = [reflect, middle];
     let fused = compile_chain(&ops, &input).unwrap();
     assert_eq!(
@@ -548,12 +553,7 @@ fn pads_of_every_mode_compose_with_slices_and_transposes() {
 #[test]
 fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
     let mut rng = Rng(15);
-    let pad = Op::Pad {
-        pads: vec![1, 2, 1, 1, 2, 1, 1, 2],
-        mode: PadMode::Reflect,
-        constant_value: PadValue::ZERO,
-        axes: None,
-    };
+    let pad = reflect_pad(vec![1, 2, 1, 1, 2, 1, 1, 2]);
     let input = t(DType::F32, &[4, 3, 4, 5]);
     let ops = [pad.clone(), pad];
     match compile_chain(&ops, &input) {
@@ -577,12 +577,7 @@ fn a_reflect_pad_of_a_reflect_pad_in_four_dims() {
 #[test]
 fn a_chain_too_large_names_where_to_split_it() {
     let mut rng = Rng(16);
-    let pad = Op::Pad {
-        pads: vec![1, 1, 1, 1, 1, 1, 1, 1],
-        mode: PadMode::Reflect,
-        constant_value: PadValue::ZERO,
-        axes: None,
-    };
+    let pad = reflect_pad(vec![1, 1, 1, 1, 1, 1, 1, 1]);
     let input = t(DType::F32, &[3, 4, 5, 6]);
     let ops = [pad.clone(), pad.clone(), pad];
     let (index, statements, limit) = match compile_chain(&ops, &input) {
@@ -615,14 +610,7 @@ fn a_chain_too_large_names_where_to_split_it() {
         Ok(rest) => rest.run_to_vec(&mid).unwrap(),
         // The rest may be too large again: split once more, one op at a time.
         Err(Error::Chain(ChainError::TooLarge { .. })) => {
-            let mut data = mid;
-            let mut ty = middle;
-            for op in &ops[index..] {
-                let k = relayout::compile(op, &ty).unwrap();
-                data = k.run_to_vec(&data).unwrap();
-                ty = k.output_type().clone();
-            }
-            data
+            run_one_by_one(&ops[index..], &middle, &mid).1
         }
         Err(e) => panic!("{e}"),
     };

@@ -426,14 +426,13 @@ fn streamed_transposes_in_guarded_buffers() {
     for (i, spec) in specs.iter().enumerate() {
         let (op, parsed) = op_of(spec);
         let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
-        for index in 0..stages.loops.stmts.len() {
-            let said = relayout_codegen::describe(&stages.loops, index).unwrap_or_default();
-            assert!(
-                said.contains("register transposes"),
-                "{spec}: statement {index} is not a streamed transpose ({said}):\n{}",
-                stages.loops
-            );
-        }
+        let notes = relayout::codegen_notes(&stages.loops);
+        assert!(
+            notes.len() == stages.loops.stmts.len()
+                && notes.iter().all(|n| n.contains("register transposes")),
+            "{spec}: not every statement is a streamed transpose ({notes:?}):\n{}",
+            stages.loops
+        );
         let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
         let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
         assert_eq!(stages_run, ["verify", "streams"], "{spec}");
@@ -499,13 +498,8 @@ fn random_large_transposes_in_guarded_buffers() {
         };
         let spec = format!("Transpose {perm:?} of {input}");
         let stages = relayout::lower(&op, &input).unwrap_or_else(|e| panic!("{spec}: {e}"));
-        let transposes = (0..stages.loops.stmts.len())
-            .filter(|&i| {
-                relayout_codegen::describe(&stages.loops, i)
-                    .is_some_and(|said| said.contains("register transposes"))
-            })
-            .count();
-        if transposes == 0 {
+        let notes = relayout::codegen_notes(&stages.loops);
+        if !notes.iter().any(|n| n.contains("register transposes")) {
             continue;
         }
         let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();

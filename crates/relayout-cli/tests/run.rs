@@ -101,12 +101,18 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-#[test]
-fn space_to_depth_then_depth_to_space_gives_the_input_back() {
-    let dir = TempDir::new("roundtrip");
+/// Writes `x.npy` in `dir`, a 1x4x4x2 float32 array of 0, 0.5, 1, ...: its bytes and path.
+fn write_input(dir: &TempDir) -> (Vec<u8>, PathBuf) {
     let data = f32_bytes((0..32).map(|i| i as f32 * 0.5));
     let x = dir.path("x.npy");
     std::fs::write(&x, npy("<f4", false, &[1, 4, 4, 2], &data)).unwrap();
+    (data, x)
+}
+
+#[test]
+fn space_to_depth_then_depth_to_space_gives_the_input_back() {
+    let dir = TempDir::new("roundtrip");
+    let (data, x) = write_input(&dir);
     let (y, z) = (dir.path("y.npy"), dir.path("z.npy"));
 
     let out = run_op(
@@ -137,9 +143,7 @@ fn space_to_depth_then_depth_to_space_gives_the_input_back() {
 #[test]
 fn a_chain_runs_as_one_kernel() {
     let dir = TempDir::new("chain");
-    let data = f32_bytes((0..32).map(|i| i as f32 * 0.5));
-    let x = dir.path("x.npy");
-    std::fs::write(&x, npy("<f4", false, &[1, 4, 4, 2], &data)).unwrap();
+    let (data, x) = write_input(&dir);
     let run = |op: &str, then: &[&str], input: &Path, output: &Path| {
         let mut args = vec![
             "run",
