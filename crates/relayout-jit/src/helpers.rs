@@ -1,5 +1,7 @@
 //! The Rust functions that generated code calls (see `relayout_codegen::Helper`). They are
-//! registered with the JIT under their symbol names in `module.rs`.
+//! registered with the JIT under their symbol names in `module.rs`. One more,
+//! `relayout_stream_transpose_nest`, is called only by the JIT itself (`streamed.rs`), so it
+//! is not a `Helper` and has no symbol.
 
 use half::{bf16, f16};
 use relayout_codegen::Helper;

@@ -1,13 +1,16 @@
-//! Copies and fills with non-temporal (streaming) stores, which CLIF cannot express.
+//! Copies, fills and transposes with non-temporal (streaming) stores, which CLIF cannot
+//! express.
 //!
-//! Generated code calls these for the long runs of kernels with large outputs (see
-//! `relayout_codegen::streams`). Streaming stores skip the read of each destination line that
+//! Generated code calls the copies and fills for the long runs of kernels with large outputs
+//! (see `relayout_codegen::streams`); the JIT itself calls them and the transposes for kernels
+//! that need no generated code (`streamed.rs`). Streaming stores skip the read of each destination line that
 //! an ordinary store does first, and do not evict the working set from the caches. They are
 //! weakly ordered, so every function that calls them ends with `relayout_store_fence`.
 //!
 //! Only aligned 16- or 32-byte blocks are streamed; the unaligned head and tail of a run are
-//! written with ordinary unaligned stores. On targets other than x86-64 the functions are
-//! plain copies and fills.
+//! written with ordinary unaligned stores (a transpose whose destination rows are not all
+//! 16-byte aligned stores them all with ordinary stores). On targets other than x86-64 the
+//! functions are plain copies, fills and transposes.
 
 /// One loop of a streamed nest, as generated code lays it out (three 8-byte words):
 /// `count` iterations, stepping `dst_stride` bytes at the destination and `src_stride` at
