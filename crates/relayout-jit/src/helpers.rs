@@ -6,6 +6,7 @@
 use half::{bf16, f16};
 use relayout_codegen::Helper;
 
+mod ahead;
 mod stream;
 
 pub use stream::{

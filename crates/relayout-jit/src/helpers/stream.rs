@@ -12,6 +12,8 @@
 //! 16-byte aligned stores them all with ordinary stores). On targets other than x86-64 the
 //! functions are plain copies, fills and transposes.
 
+use super::ahead::Ahead;
+
 /// One loop of a streamed nest, as generated code lays it out (three 8-byte words):
 /// `count` iterations, stepping `dst_stride` bytes at the destination and `src_stride` at
 /// the source (unused by the zeroing helper).
@@ -29,7 +31,7 @@ pub struct StreamLoop {
 /// Calls `run(dst, src)` for every point of `loops` (outermost first), with both pointers
 /// advanced by the strides; once when `loops` is empty. The innermost loop bumps the pointers
 /// in a plain loop, which is where the runs are counted by the million.
-fn each_run(
+pub(super) fn each_run(
     dst: *mut u8,
     src: *const u8,
     loops: &[StreamLoop],
@@ -93,16 +95,36 @@ pub unsafe extern "C" fn relayout_stream_copy_nest(
     // innermost loop.
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the caller's contract for every run; the CPU has AVX.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::copy_avx(d, s, len)
-            });
-        } else {
-            // SAFETY: the caller's contract for every run.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::copy_sse2(d, s, len)
-            });
+        let avx = std::arch::is_x86_feature_detected!("avx");
+        match (avx, Ahead::runs_for(len as u64, loops)) {
+            (true, None) => {
+                // SAFETY: the caller's contract for every run; the CPU has AVX.
+                each_run(dst, src, loops, &mut |d, s| unsafe {
+                    x86::copy_avx(d, s, len)
+                })
+            }
+            (true, Some(runs)) => {
+                let mut ahead = Ahead::new(src, loops, runs);
+                // SAFETY: as above.
+                each_run(dst, src, loops, &mut |d, s| unsafe {
+                    ahead.prefetch_next(len);
+                    x86::copy_avx(d, s, len)
+                })
+            }
+            (false, None) => {
+                // SAFETY: the caller's contract for every run.
+                each_run(dst, src, loops, &mut |d, s| unsafe {
+                    x86::copy_sse2(d, s, len)
+                })
+            }
+            (false, Some(runs)) => {
+                let mut ahead = Ahead::new(src, loops, runs);
+                // SAFETY: as above.
+                each_run(dst, src, loops, &mut |d, s| unsafe {
+                    ahead.prefetch_next(len);
+                    x86::copy_sse2(d, s, len)
+                })
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

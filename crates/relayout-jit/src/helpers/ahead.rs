@@ -1,0 +1,153 @@
+//! Software prefetch for the streamed copies: the source of the run a few runs ahead.
+//!
+//! A streamed nest of short runs that are not back to back at the source (a Slice that takes
+//! every other row, rows read in reverse, a crop) gives the hardware prefetchers a stream they
+//! follow badly: each run is a few lines, then a jump. Measured on the machines this was
+//! written on (copies of 256 B to 1 KiB runs out of 32 to 64 MiB sources), such nests ran at
+//! 1.5-2.2x memcpy's time; with the lines of the run 4 KiB ahead prefetched as each run is
+//! copied, at 1.0-1.3x. Long runs are left to the hardware, which follows them well.
+
+use super::StreamLoop;
+
+/// Bytes of source the prefetches run ahead of the copy, in whole runs.
+pub(super) const DISTANCE: u64 = 4096;
+
+/// Runs at least this long are not prefetched: the hardware follows a run of a few pages.
+pub(super) const LONGEST_RUN: u64 = 4096;
+
+const LINE: usize = 64;
+
+/// The source addresses of a nest's runs, in the order `each_run` visits them, starting some
+/// runs ahead of the first.
+pub(super) struct Ahead<'a> {
+    loops: &'a [StreamLoop],
+    /// The iteration of each loop (outermost first) of the run at `at`.
+    index: Vec<u64>,
+    at: *const u8,
+    /// Runs from `at` to the end of the nest, `at`'s included.
+    left: u64,
+}
+
+impl<'a> Ahead<'a> {
+    /// A cursor `runs` runs after the first run of `loops` from `src`.
+    pub(super) fn new(src: *const u8, loops: &'a [StreamLoop], runs: u64) -> Ahead<'a> {
+        let total = loops.iter().map(|l| l.count).product::<u64>();
+        let mut ahead = Ahead {
+            loops,
+            index: vec![0; loops.len()],
+            at: src,
+            left: total,
+        };
+        for _ in 0..runs.min(total) {
+            ahead.step();
+        }
+        ahead
+    }
+
+    /// The runs to look ahead for runs of `len` bytes: `None` when they are not prefetched
+    /// (long runs, or a nest of one run).
+    pub(super) fn runs_for(len: u64, loops: &[StreamLoop]) -> Option<u64> {
+        let several = loops.iter().any(|l| l.count > 1);
+        (len > 0 && len < LONGEST_RUN && several).then(|| DISTANCE.div_ceil(len))
+    }
+
+    /// The source address of the next run ahead, and moves on; `None` past the nest's end.
+    pub(super) fn next(&mut self) -> Option<*const u8> {
+        if self.left == 0 {
+            return None;
+        }
+        let at = self.at;
+        self.step();
+        Some(at)
+    }
+
+    /// Moves `at` to the next run: the innermost loop's next iteration, carrying outwards as
+    /// an odometer does.
+    fn step(&mut self) {
+        self.left -= 1;
+        for (l, i) in self.loops.iter().zip(self.index.iter_mut()).rev() {
+            // `wrapping_offset`: the address of a run ahead, or past the nest's end, is only
+            // prefetched, never read.
+            *i += 1;
+            if *i < l.count {
+                self.at = self.at.wrapping_offset(l.src_stride as isize);
+                return;
+            }
+            self.at = self
+                .at
+                .wrapping_offset(-((l.count - 1) as isize) * l.src_stride as isize);
+            *i = 0;
+        }
+    }
+
+    /// Prefetches the lines of the next run ahead (`len` bytes), if there is one.
+    #[inline(always)]
+    pub(super) fn prefetch_next(&mut self, len: usize) {
+        let Some(at) = self.next() else { return };
+        let first = at as usize & !(LINE - 1);
+        let end = at as usize + len;
+        let mut line = first;
+        while line < end {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint: it reads nothing into the program and never
+            // faults, whatever the address.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(line as *const i8)
+            };
+            line += LINE;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cursor visits the runs of the nest in `each_run`'s order, `runs` ahead.
+    #[test]
+    fn the_cursor_walks_the_nest_runs_ahead() {
+        let l = |count: u64, src_stride: i64| StreamLoop {
+            count,
+            dst_stride: 0,
+            src_stride,
+        };
+        for loops in [
+            vec![],
+            vec![l(5, 70)],
+            vec![l(3, -1024), l(4, 96)],
+            vec![l(2, 1000), l(1, 0), l(3, -100)],
+        ] {
+            let mut visited = Vec::new();
+            super::super::stream::each_run(
+                std::ptr::null_mut(),
+                4096 as *const u8,
+                &loops,
+                &mut |_, s| visited.push(s as usize),
+            );
+            for runs in [0, 1, 2, 7, 100] {
+                let mut ahead = Ahead::new(4096 as *const u8, &loops, runs);
+                let seen: Vec<usize> =
+                    std::iter::from_fn(|| ahead.next().map(|p| p as usize)).collect();
+                let skip = (runs as usize).min(visited.len());
+                assert_eq!(seen, visited[skip..], "loops {loops:?} runs {runs}");
+            }
+        }
+    }
+
+    /// Runs shorter than a few pages in a nest of several runs are prefetched, whole runs
+    /// ahead; long runs and single runs are not.
+    #[test]
+    fn only_short_runs_of_a_nest_are_prefetched() {
+        let l = |count: u64| StreamLoop {
+            count,
+            dst_stride: 0,
+            src_stride: 0,
+        };
+        assert_eq!(Ahead::runs_for(512, &[l(4)]), Some(8));
+        assert_eq!(Ahead::runs_for(1000, &[l(1), l(4)]), Some(5));
+        assert_eq!(Ahead::runs_for(4096, &[l(4)]), None);
+        assert_eq!(Ahead::runs_for(512, &[l(1)]), None);
+        assert_eq!(Ahead::runs_for(512, &[]), None);
+    }
+}
