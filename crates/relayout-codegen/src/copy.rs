@@ -53,6 +53,25 @@ pub const STREAM_MIN_DST: u64 = 8 << 20;
 /// flush full lines (partial lines are slower than ordinary stores).
 pub const STREAM_MIN_RUN: u64 = 64;
 
+/// Streamed copies of runs shorter than this prefetch their source ahead of the copy (see
+/// [`prefetch_runs`]); longer runs, a few pages each, the hardware prefetchers follow well.
+pub const PREFETCH_RUN_MAX: u64 = 4096;
+
+/// How far ahead of the copy a streamed copy prefetches, in bytes of runs.
+pub const PREFETCH_DISTANCE: u64 = 4096;
+
+/// How many runs ahead the streaming copy helper prefetches the source of a nest of runs of
+/// `bytes` bytes that has `runs` runs: `None` when it does not (runs of at least
+/// [`PREFETCH_RUN_MAX`] bytes, or a single run). A nest of short runs that are not back to
+/// back at the source (rows read in reverse, every other row) gives the hardware prefetchers a
+/// stream they follow badly: a few lines, then a jump. Measured (runs of 256 B to 1 KiB out
+/// of 32 to 64 MiB sources): 1.5-2.2x memcpy's time without, 1.0-1.4x with the runs
+/// [`PREFETCH_DISTANCE`] bytes ahead prefetched as each run is copied. (On x86-64; elsewhere
+/// the helper copies without prefetching.)
+pub fn prefetch_runs(bytes: u64, runs: u64) -> Option<u64> {
+    (bytes > 0 && bytes < PREFETCH_RUN_MAX && runs > 1).then(|| PREFETCH_DISTANCE.div_ceil(bytes))
+}
+
 /// Whether a statement moving runs of `bytes` bytes (by `action`) into a destination of
 /// `dst_bytes` bytes writes them with streaming stores.
 pub fn streams(action: relayout_ir::LoopAction, bytes: u64, dst_bytes: u64) -> bool {

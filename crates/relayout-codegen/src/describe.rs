@@ -98,9 +98,19 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     }
     if streams(k, index) {
         let without_code = matches!(crate::function::streamed_kernel(k), Ok(Some(_)));
+        let runs = stmt
+            .loops
+            .iter()
+            .fold(1u64, |n, l| n.saturating_mul(l.extent));
+        let ahead = match copy::prefetch_runs(bytes, runs) {
+            Some(ahead) if stmt.action == LoopAction::Copy => {
+                format!(" (the source prefetched {ahead} runs ahead)")
+            }
+            _ => String::new(),
+        };
         return Some(format!(
-            "streaming (non-temporal) stores of runs of {bytes} bytes, one helper call for the \
-             whole loop nest: the output is too large to stay in cache{}",
+            "streaming (non-temporal) stores of runs of {bytes} bytes{ahead}, one helper call \
+             for the whole loop nest: the output is too large to stay in cache{}",
             if without_code {
                 "; every statement of the kernel is such a call, so the JIT makes the calls \
                  itself and compiles no code"

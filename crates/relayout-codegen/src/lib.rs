@@ -25,7 +25,8 @@
 //! (destination stride 0) sums its contributions in registers and stores each run once. Kernels with at least [`STREAM_MIN_DST`] bytes
 //! of output write their runs of at least [`STREAM_MIN_RUN`] bytes through the streaming
 //! (non-temporal store) helpers instead, one call per loop nest, and fence before they
-//! return.
+//! return; the copy helper prefetches the source of short runs a few runs ahead
+//! ([`prefetch_runs`]).
 //!
 //! This crate has no `unsafe` and owns no executable memory: it builds
 //! [`cranelift_codegen::ir::Function`]s for a given [`TargetFrontendConfig`]. External
@@ -53,7 +54,9 @@ mod shuffle;
 mod sum;
 mod transpose;
 
-pub use copy::{streams, STREAM_MIN_DST, STREAM_MIN_RUN};
+pub use copy::{
+    prefetch_runs, streams, PREFETCH_DISTANCE, PREFETCH_RUN_MAX, STREAM_MIN_DST, STREAM_MIN_RUN,
+};
 pub use describe::describe;
 pub use error::CodegenError;
 pub use function::{

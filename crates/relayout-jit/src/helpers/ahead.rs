@@ -2,18 +2,12 @@
 //!
 //! A streamed nest of short runs that are not back to back at the source (a Slice that takes
 //! every other row, rows read in reverse, a crop) gives the hardware prefetchers a stream they
-//! follow badly: each run is a few lines, then a jump. Measured on the machines this was
-//! written on (copies of 256 B to 1 KiB runs out of 32 to 64 MiB sources), such nests ran at
-//! 1.5-2.2x memcpy's time; with the lines of the run 4 KiB ahead prefetched as each run is
-//! copied, at 1.0-1.3x. Long runs are left to the hardware, which follows them well.
+//! follow badly: each run is a few lines, then a jump. Code generation decides which nests
+//! are prefetched and how far ahead (`relayout_codegen::prefetch_runs`, with the numbers
+//! measured), and says so in its listing; this cursor walks the nest that far ahead of the
+//! copy, so that it only ever prefetches where a run of the nest starts.
 
 use super::StreamLoop;
-
-/// Bytes of source the prefetches run ahead of the copy, in whole runs.
-pub(super) const DISTANCE: u64 = 4096;
-
-/// Runs at least this long are not prefetched: the hardware follows a run of a few pages.
-pub(super) const LONGEST_RUN: u64 = 4096;
 
 const LINE: usize = 64;
 
@@ -44,11 +38,11 @@ impl<'a> Ahead<'a> {
         ahead
     }
 
-    /// The runs to look ahead for runs of `len` bytes: `None` when they are not prefetched
-    /// (long runs, or a nest of one run).
+    /// The runs to look ahead for runs of `len` bytes, as code generation decides
+    /// (`relayout_codegen::prefetch_runs`): `None` when they are not prefetched.
     pub(super) fn runs_for(len: u64, loops: &[StreamLoop]) -> Option<u64> {
-        let several = loops.iter().any(|l| l.count > 1);
-        (len > 0 && len < LONGEST_RUN && several).then(|| DISTANCE.div_ceil(len))
+        let runs = loops.iter().fold(1u64, |n, l| n.saturating_mul(l.count));
+        relayout_codegen::prefetch_runs(len, runs)
     }
 
     /// The source address of the next run ahead, and moves on; `None` past the nest's end.
