@@ -390,7 +390,10 @@ fn streaming_stores_in_guarded_buffers() {
         // The Slices' runs (1 KiB and 512 bytes) are prefetched ahead of the copy.
         let notes = relayout::codegen_notes(&stages.loops);
         if spec.starts_with("Slice") {
-            assert!(notes.iter().all(|n| n.contains("prefetched")), "{spec}: {notes:?}");
+            assert!(
+                notes.iter().all(|n| n.contains("prefetched")),
+                "{spec}: {notes:?}"
+            );
         }
         if let Err(why) = check_against_reference(&op, &parsed.input, 100 + i as u64) {
             failures.push(format!("{spec}: {why}"));

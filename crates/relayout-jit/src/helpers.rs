@@ -6,6 +6,8 @@
 use half::{bf16, f16};
 use relayout_codegen::Helper;
 
+// Prefetching is x86-64 only: elsewhere the streaming helpers are plain copies.
+#[cfg(target_arch = "x86_64")]
 mod ahead;
 mod stream;
 

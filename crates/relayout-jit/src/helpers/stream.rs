@@ -12,6 +12,7 @@
 //! 16-byte aligned stores them all with ordinary stores). On targets other than x86-64 the
 //! functions are plain copies, fills and transposes.
 
+#[cfg(target_arch = "x86_64")]
 use super::ahead::Ahead;
 
 /// One loop of a streamed nest, as generated code lays it out (three 8-byte words):
@@ -91,40 +92,18 @@ pub unsafe extern "C" fn relayout_stream_copy_nest(
     let len = len as usize;
     // SAFETY: the caller's contract, for the loops.
     let loops = unsafe { nest(loops, depth) };
-    // Each variant is its own instance of `each_run`, so that the copy inlines into the
-    // innermost loop.
     #[cfg(target_arch = "x86_64")]
     {
-        let avx = std::arch::is_x86_feature_detected!("avx");
-        match (avx, Ahead::runs_for(len as u64, loops)) {
-            (true, None) => {
-                // SAFETY: the caller's contract for every run; the CPU has AVX.
-                each_run(dst, src, loops, &mut |d, s| unsafe {
-                    x86::copy_avx(d, s, len)
-                })
-            }
-            (true, Some(runs)) => {
-                let mut ahead = Ahead::new(src, loops, runs);
-                // SAFETY: as above.
-                each_run(dst, src, loops, &mut |d, s| unsafe {
-                    ahead.prefetch_next(len);
-                    x86::copy_avx(d, s, len)
-                })
-            }
-            (false, None) => {
-                // SAFETY: the caller's contract for every run.
-                each_run(dst, src, loops, &mut |d, s| unsafe {
-                    x86::copy_sse2(d, s, len)
-                })
-            }
-            (false, Some(runs)) => {
-                let mut ahead = Ahead::new(src, loops, runs);
-                // SAFETY: as above.
-                each_run(dst, src, loops, &mut |d, s| unsafe {
-                    ahead.prefetch_next(len);
-                    x86::copy_sse2(d, s, len)
-                })
-            }
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the caller's contract for every run; the CPU has AVX.
+            copy_runs(dst, src, loops, len, |d, s| unsafe {
+                x86::copy_avx(d, s, len)
+            });
+        } else {
+            // SAFETY: the caller's contract for every run.
+            copy_runs(dst, src, loops, len, |d, s| unsafe {
+                x86::copy_sse2(d, s, len)
+            });
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -132,6 +111,30 @@ pub unsafe extern "C" fn relayout_stream_copy_nest(
     each_run(dst, src, loops, &mut |d, s| unsafe {
         std::ptr::copy_nonoverlapping(s, d, len)
     });
+}
+
+/// `copy` of every run of `loops`, with the source of the run a few runs ahead prefetched
+/// where code generation says so (see `ahead.rs`). Each copy function is its own instance, so
+/// that the copy inlines into the innermost loop.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn copy_runs(
+    dst: *mut u8,
+    src: *const u8,
+    loops: &[StreamLoop],
+    len: usize,
+    copy: impl Fn(*mut u8, *const u8),
+) {
+    match Ahead::runs_for(len as u64, loops) {
+        None => each_run(dst, src, loops, &mut |d, s| copy(d, s)),
+        Some(runs) => {
+            let mut ahead = Ahead::new(src, loops, runs);
+            each_run(dst, src, loops, &mut |d, s| {
+                ahead.prefetch_next(len);
+                copy(d, s)
+            })
+        }
+    }
 }
 
 /// Zeroes a run of `len` bytes with streaming stores at every point of a loop nest, as
