@@ -5,7 +5,8 @@
 //! follow badly: each run is a few lines, then a jump. Code generation decides which nests
 //! are prefetched and how far ahead (`relayout_codegen::prefetch_runs`, with the numbers
 //! measured), and says so in its listing; this cursor walks the nest that far ahead of the
-//! copy, so that it only ever prefetches where a run of the nest starts.
+//! copy, so that it only ever prefetches where a run of the nest starts. x86-64 only: other
+//! targets' streaming helpers are plain copies.
 
 use super::StreamLoop;
 
@@ -25,7 +26,7 @@ pub(super) struct Ahead<'a> {
 impl<'a> Ahead<'a> {
     /// A cursor `runs` runs after the first run of `loops` from `src`.
     pub(super) fn new(src: *const u8, loops: &'a [StreamLoop], runs: u64) -> Ahead<'a> {
-        let total = loops.iter().map(|l| l.count).product::<u64>();
+        let total = loops.iter().fold(1u64, |n, l| n.saturating_mul(l.count));
         let mut ahead = Ahead {
             loops,
             index: vec![0; loops.len()],
@@ -67,9 +68,8 @@ impl<'a> Ahead<'a> {
                 self.at = self.at.wrapping_offset(l.src_stride as isize);
                 return;
             }
-            self.at = self
-                .at
-                .wrapping_offset(-((l.count - 1) as isize) * l.src_stride as isize);
+            let back = (l.count as isize - 1).wrapping_mul(l.src_stride as isize);
+            self.at = self.at.wrapping_offset(back.wrapping_neg());
             *i = 0;
         }
     }
@@ -82,7 +82,6 @@ impl<'a> Ahead<'a> {
         let end = at as usize + len;
         let mut line = first;
         while line < end {
-            #[cfg(target_arch = "x86_64")]
             // SAFETY: a prefetch is a hint: it reads nothing into the program and never
             // faults, whatever the address.
             unsafe {
