@@ -15,7 +15,9 @@
 //! pairwise disjoint (and so does this pass).
 //!
 //! Extents that are not multiples of the blocks are cut first: the statement becomes one
-//! statement for the whole blocks and one for the rest (see [`tile_or_split`]).
+//! statement for the whole blocks and one for the rest (see [`tile_or_split`]). A
+//! source-contiguous loop that is already one block and outermost goes one loop in, so that
+//! codegen's block loop has a count known at compile time (see [`outer_block_inward`]).
 //!
 //! Run it after the last `coalesce`, which would merge the two halves back.
 //!
@@ -117,7 +119,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         .position(|l| l.src_stride == run && l.extent > f)
         .filter(|_| square)
     else {
-        return vec![s.clone()];
+        return vec![outer_block_inward(s, f)];
     };
     let l = s.loops[j];
     // A plane large enough for cache blocks: the source loop right outside the lane loop.
@@ -150,6 +152,26 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         None
     };
     cuts.unwrap_or_else(|| vec![tile(s, f, j, large)])
+}
+
+/// `s` with its outermost loop moved inside the next one when that loop is already one
+/// register block (source-contiguous, `f` iterations) and another loop stands between it
+/// and the lane loop; else `s`. Codegen would tile the outermost loop, whose count is only
+/// known at run time (an entry runs a range of its iterations), so it would emit the blocks
+/// in a loop and again every iteration as scalar moves for ranges that end inside a block:
+/// transpose_tiny compiled 150 CLIF instructions instead of 102 and took 0.6-0.7 ms instead
+/// of 0.3-0.5 ms, with the same kernel time. One loop further in, the block's count is
+/// known. The destination runs are disjoint, so the order of the points is free.
+fn outer_block_inward(s: &LoopStmt, f: u64) -> LoopStmt {
+    let run = s.bytes as i64;
+    match s.loops.as_slice() {
+        [first, _, _, ..] if first.src_stride == run && first.extent == f => {
+            let mut moved = s.clone();
+            moved.loops.swap(0, 1);
+            moved
+        }
+        _ => s.clone(),
+    }
 }
 
 /// `s` cut at iteration `at` (0 < `at` < extent) of loop `k`: the first `at` iterations, and
@@ -312,6 +334,54 @@ mod tests {
         interpret_loops(&kernel, &src, &mut a).unwrap();
         interpret_loops(&tiled, &src, &mut b).unwrap();
         assert_eq!(a, b);
+    }
+
+    /// The whole blocks of transpose_tiny (perm [3, 1, 0, 2] of 2x3x4x5 f32): its outermost
+    /// loop is one register block, which goes one loop in so that codegen tiles a loop of
+    /// known count; the points stay the same. With nothing between it and the lane loop, it
+    /// stays outermost.
+    #[test]
+    fn an_outermost_loop_of_one_block_goes_one_loop_in() {
+        let lp = |extent: u64, src_stride: i64, dst_stride: i64| Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        };
+        let s = LoopStmt {
+            action: LoopAction::Copy,
+            bytes: 4,
+            src_offset: 0,
+            dst_offset: 0,
+            loops: vec![lp(4, 4, 96), lp(3, 80, 32), lp(2, 240, 16), lp(4, 20, 4)],
+        };
+        let t = tile_stmt(&s);
+        assert_eq!(t.len(), 1);
+        let extents: Vec<(u64, i64)> = t[0]
+            .loops
+            .iter()
+            .map(|l| (l.extent, l.src_stride))
+            .collect();
+        assert_eq!(extents, [(3, 80), (4, 4), (2, 240), (4, 20)]);
+        let kernel = LoopKernel {
+            name: "t".into(),
+            src: relayout_ir::TensorType::new(relayout_ir::DType::F32, [2, 3, 4, 5]),
+            dst: relayout_ir::TensorType::new(relayout_ir::DType::F32, [5, 3, 2, 4]),
+            stmts: vec![s],
+            bands: vec![],
+        };
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        verify_loop_kernel(&tiled).unwrap();
+        let src: Vec<u8> = (0..=255u8).cycle().take(480).collect();
+        let (mut a, mut b) = (vec![0u8; 480], vec![0u8; 480]);
+        interpret_loops(&kernel, &src, &mut a).unwrap();
+        interpret_loops(&tiled, &src, &mut b).unwrap();
+        assert_eq!(a, b);
+
+        let two = LoopStmt {
+            loops: vec![lp(4, 4, 32), lp(8, 16, 4)],
+            ..tiled.stmts[0].clone()
+        };
+        assert_eq!(tile_stmt(&two), [two]);
     }
 
     /// A transpose of `rows x cols` elements of `bytes` bytes as one statement, the lane loop
