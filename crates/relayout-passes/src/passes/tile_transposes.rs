@@ -327,13 +327,20 @@ mod tests {
             stmts: vec![s],
             bands: vec![],
         };
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        tiled_alike(&kernel);
+    }
+
+    /// The kernel tiled: verified, and writing the same bytes as before.
+    fn tiled_alike(kernel: &LoopKernel) -> LoopKernel {
+        let tiled = TileTransposes.run_loops(kernel).unwrap();
         verify_loop_kernel(&tiled).unwrap();
-        let src: Vec<u8> = (0..=255u8).cycle().take(384).collect();
-        let (mut a, mut b) = (vec![0u8; 384], vec![1u8; 384]);
-        interpret_loops(&kernel, &src, &mut a).unwrap();
+        let bytes = kernel.src.size_bytes().unwrap() as usize;
+        let src: Vec<u8> = (0..=255u8).cycle().take(bytes).collect();
+        let (mut a, mut b) = (vec![0xaa; bytes], vec![0xaa; bytes]);
+        interpret_loops(kernel, &src, &mut a).unwrap();
         interpret_loops(&tiled, &src, &mut b).unwrap();
         assert_eq!(a, b);
+        tiled
     }
 
     /// The whole blocks of transpose_tiny (perm [3, 1, 0, 2] of 2x3x4x5 f32): its outermost
@@ -369,13 +376,7 @@ mod tests {
             stmts: vec![s],
             bands: vec![],
         };
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        verify_loop_kernel(&tiled).unwrap();
-        let src: Vec<u8> = (0..=255u8).cycle().take(480).collect();
-        let (mut a, mut b) = (vec![0u8; 480], vec![0u8; 480]);
-        interpret_loops(&kernel, &src, &mut a).unwrap();
-        interpret_loops(&tiled, &src, &mut b).unwrap();
-        assert_eq!(a, b);
+        let tiled = tiled_alike(&kernel);
 
         let two = LoopStmt {
             loops: vec![lp(4, 4, 32), lp(8, 16, 4)],
