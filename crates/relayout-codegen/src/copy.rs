@@ -308,3 +308,18 @@ fn vectors(b: &mut FunctionBuilder, mover: Mover, src: Addr, dst: Addr, from: u6
         mover.piece(b, 16, src, dst, bytes - 16);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Short runs of a nest of several runs are prefetched whole runs ahead, at least
+    /// `PREFETCH_DISTANCE` bytes; long runs and single runs are not.
+    #[test]
+    fn short_runs_are_prefetched_whole_runs_ahead() {
+        assert_eq!(prefetch_runs(512, 4), Some(8));
+        assert_eq!(prefetch_runs(1000, 4), Some(5));
+        assert_eq!(prefetch_runs(4096, 4), None);
+        assert_eq!(prefetch_runs(512, 1), None);
+    }
+}

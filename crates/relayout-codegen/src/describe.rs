@@ -98,11 +98,7 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     }
     if streams(k, index) {
         let without_code = matches!(crate::function::streamed_kernel(k), Ok(Some(_)));
-        let runs = stmt
-            .loops
-            .iter()
-            .fold(1u64, |n, l| n.saturating_mul(l.extent));
-        let ahead = match copy::prefetch_runs(bytes, runs) {
+        let ahead = match copy::prefetch_runs(bytes, stmt.trip_count()) {
             Some(ahead) if stmt.action == LoopAction::Copy => {
                 format!(" (the source prefetched {ahead} runs ahead)")
             }

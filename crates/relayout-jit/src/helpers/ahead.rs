@@ -24,9 +24,17 @@ pub(super) struct Ahead<'a> {
 }
 
 impl<'a> Ahead<'a> {
-    /// A cursor `runs` runs after the first run of `loops` from `src`.
-    pub(super) fn new(src: *const u8, loops: &'a [StreamLoop], runs: u64) -> Ahead<'a> {
+    /// The cursor for a copy of runs of `len` bytes over `loops` from `src`, as far ahead as
+    /// code generation decides (`relayout_codegen::prefetch_runs`); `None` when such a copy
+    /// is not prefetched.
+    pub(super) fn for_copy(src: *const u8, loops: &'a [StreamLoop], len: usize) -> Option<Self> {
         let total = loops.iter().fold(1u64, |n, l| n.saturating_mul(l.count));
+        let runs = relayout_codegen::prefetch_runs(len as u64, total)?;
+        Some(Ahead::new(src, loops, runs, total))
+    }
+
+    /// A cursor `runs` runs after the first run of `loops` (`total` runs) from `src`.
+    fn new(src: *const u8, loops: &'a [StreamLoop], runs: u64, total: u64) -> Ahead<'a> {
         let mut ahead = Ahead {
             loops,
             index: vec![0; loops.len()],
@@ -37,13 +45,6 @@ impl<'a> Ahead<'a> {
             ahead.step();
         }
         ahead
-    }
-
-    /// The runs to look ahead for runs of `len` bytes, as code generation decides
-    /// (`relayout_codegen::prefetch_runs`): `None` when they are not prefetched.
-    pub(super) fn runs_for(len: u64, loops: &[StreamLoop]) -> Option<u64> {
-        let runs = loops.iter().fold(1u64, |n, l| n.saturating_mul(l.count));
-        relayout_codegen::prefetch_runs(len, runs)
     }
 
     /// The source address of the next run ahead, and moves on; `None` past the nest's end.
@@ -119,7 +120,8 @@ mod tests {
                 &mut |_, s| visited.push(s as usize),
             );
             for runs in [0, 1, 2, 7, 100] {
-                let mut ahead = Ahead::new(4096 as *const u8, &loops, runs);
+                let total = visited.len() as u64;
+                let mut ahead = Ahead::new(4096 as *const u8, &loops, runs, total);
                 let seen: Vec<usize> =
                     std::iter::from_fn(|| ahead.next().map(|p| p as usize)).collect();
                 let skip = (runs as usize).min(visited.len());
@@ -128,8 +130,8 @@ mod tests {
         }
     }
 
-    /// Runs shorter than a few pages in a nest of several runs are prefetched, whole runs
-    /// ahead; long runs and single runs are not.
+    /// A copy is prefetched as code generation says for the runs of the whole nest: short
+    /// runs in a nest of several runs (counted over every loop), not long runs or a single run.
     #[test]
     fn only_short_runs_of_a_nest_are_prefetched() {
         let l = |count: u64| StreamLoop {
@@ -137,10 +139,13 @@ mod tests {
             dst_stride: 0,
             src_stride: 0,
         };
-        assert_eq!(Ahead::runs_for(512, &[l(4)]), Some(8));
-        assert_eq!(Ahead::runs_for(1000, &[l(1), l(4)]), Some(5));
-        assert_eq!(Ahead::runs_for(4096, &[l(4)]), None);
-        assert_eq!(Ahead::runs_for(512, &[l(1)]), None);
-        assert_eq!(Ahead::runs_for(512, &[]), None);
+        let src = 4096 as *const u8;
+        let prefetched =
+            |loops: &[StreamLoop], len: usize| Ahead::for_copy(src, loops, len).is_some();
+        assert!(prefetched(&[l(4)], 512));
+        assert!(prefetched(&[l(1), l(4)], 1000));
+        assert!(!prefetched(&[l(4)], 4096));
+        assert!(!prefetched(&[l(1)], 512));
+        assert!(!prefetched(&[], 512));
     }
 }

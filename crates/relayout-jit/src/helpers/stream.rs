@@ -125,15 +125,12 @@ fn copy_runs(
     len: usize,
     copy: impl Fn(*mut u8, *const u8),
 ) {
-    match Ahead::runs_for(len as u64, loops) {
+    match Ahead::for_copy(src, loops, len) {
         None => each_run(dst, src, loops, &mut |d, s| copy(d, s)),
-        Some(runs) => {
-            let mut ahead = Ahead::new(src, loops, runs);
-            each_run(dst, src, loops, &mut |d, s| {
-                ahead.prefetch_next(len);
-                copy(d, s)
-            })
-        }
+        Some(mut ahead) => each_run(dst, src, loops, &mut |d, s| {
+            ahead.prefetch_next(len);
+            copy(d, s)
+        }),
     }
 }
 

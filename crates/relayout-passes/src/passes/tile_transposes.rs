@@ -159,8 +159,8 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
 /// and the lane loop; else `s`. Codegen would tile the outermost loop, whose count is only
 /// known at run time (an entry runs a range of its iterations), so it would emit the blocks
 /// in a loop and again every iteration as scalar moves for ranges that end inside a block:
-/// transpose_tiny compiled 150 CLIF instructions instead of 102 and took 0.6-0.7 ms instead
-/// of 0.3-0.5 ms, with the same kernel time. One loop further in, the block's count is
+/// transpose_tiny compiled 150 CLIF instructions instead of 93 and took 0.48-0.65 ms instead
+/// of 0.33-0.44 ms, with the same kernel time. One loop further in, the block's count is
 /// known. The destination runs are disjoint, so the order of the points is free.
 fn outer_block_inward(s: &LoopStmt, f: u64) -> LoopStmt {
     let run = s.bytes as i64;
