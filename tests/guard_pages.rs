@@ -572,6 +572,68 @@ fn strided_slices_reaching_the_buffer_ends() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Slices of every other element of the last axis into outputs of 8 MiB run in a helper the
+/// JIT calls itself (`relayout_codegen::EveryOther`), which loads each row as whole 16-byte
+/// vectors, one element past the row's last included. Every element size, the even and the
+/// odd elements, rows whose loads end exactly at the source's end (an odd last axis from
+/// element 1), and the two forms the helper must refuse because the last row's loads would
+/// reach past the source (the odd elements of an even axis, the even ones of an odd axis),
+/// which the generated shuffle blocks run instead. Whole, in 1, 3 and 7 pieces and on two
+/// threads, in guarded buffers, against the reference; and once into a destination 4 bytes off
+/// 16-byte alignment, where the helper must fall back to ordinary stores.
+#[test]
+fn every_other_element_rows_in_guarded_buffers() {
+    let helper = [
+        "Slice {starts = [0, 0], ends = [128, 128], axes = [2, 3], steps = [2, 2]} : tensor<8x64x128x128xf32>",
+        "Slice {starts = [1], ends = [129], axes = [3], steps = [2]} : tensor<8x64x64x129xf32>",
+        "Slice {starts = [0], ends = [128], axes = [1], steps = [2]} : tensor<131072x128xui8>",
+        "Slice {starts = [0], ends = [256], axes = [2], steps = [2]} : tensor<32x1024x256xf16>",
+        "Slice {starts = [0], ends = [32], axes = [2], steps = [2]} : tensor<64x1024x32xf64>",
+    ];
+    let generated = [
+        "Slice {starts = [1], ends = [128], axes = [3], steps = [2]} : tensor<8x64x64x128xf32>",
+        "Slice {starts = [0], ends = [127], axes = [1], steps = [2]} : tensor<32768x127xf32>",
+    ];
+    let mut failures = Vec::new();
+    for (i, spec) in helper.iter().chain(&generated).enumerate() {
+        let (op, parsed) = op_of(spec);
+        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
+        let notes = relayout::codegen_notes(&stages.loops);
+        let gathered = notes
+            .iter()
+            .all(|n| n.contains("every other source element"));
+        assert_eq!(
+            gathered,
+            i < helper.len(),
+            "{spec}: {notes:?}\n{}",
+            stages.loops
+        );
+        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
+        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
+        assert_eq!(
+            stages_run == ["verify", "streams"],
+            gathered,
+            "{spec}: {stages_run:?}"
+        );
+        if let Err(why) = check_against_reference(&op, &parsed.input, 300 + i as u64) {
+            failures.push(format!("{spec}: {why}"));
+        }
+        let src = random_bytes(byte_len(&parsed.input), 800 + i as u64);
+        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
+        let mut storage = vec![0u8; want.len() + 32];
+        let at = (20 - storage.as_ptr() as usize % 16) % 16;
+        let misaligned = &mut storage[at..at + want.len()];
+        kernel
+            .run_split(&src, misaligned, relayout::Split::Pieces(3))
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        if misaligned[..] != want[..] {
+            failures.push(format!("{spec}: misaligned destination"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Bands of two and three shared loops whose members gather every other element (the
 /// shuffle planner loads whole vectors with the skipped bytes): inside a band, a member's nest
 /// starts at a point of the shared loops, so its vector loads are proven against the source

@@ -83,6 +83,20 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         });
     }
     if let Ok(Some(runs)) = crate::function::streamed_kernel(k) {
+        if let Some(crate::StreamedRuns::EveryOther(rows)) = runs.get(index) {
+            let ahead = match rows.prefetch_rows(stmt) {
+                Some(ahead) => format!(", the source prefetched {ahead} rows ahead"),
+                None => String::new(),
+            };
+            return Some(format!(
+                "rows of {count} elements gathered from every other source element by 16-byte \
+                 shuffles (two source vectors loaded per destination vector) with streaming \
+                 (non-temporal) stores{ahead}, one helper call for the whole loop nest: the \
+                 output is too large to stay in cache; every statement of the kernel is such a \
+                 call, so the JIT makes the calls itself and compiles no code",
+                count = rows.count
+            ));
+        }
         if let Some(crate::StreamedRuns::Transpose(blocks)) = runs.get(index) {
             return Some(format!(
                 "{n}x{n} register transposes of {bytes}-byte elements ({n} source rows {} bytes \

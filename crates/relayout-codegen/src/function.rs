@@ -2,6 +2,7 @@
 
 use crate::body::Body;
 use crate::copy;
+use crate::every_other::EveryOther;
 use crate::loops::{Count, Emitter, IndexLoop};
 use crate::mem::Addr;
 use crate::phases;
@@ -575,12 +576,15 @@ pub enum StreamedRuns {
     /// Register transposes of 4- or 8-byte elements with streaming stores (see
     /// [`TransposeBlocks`]), by the JIT's transpose helper; generated code has no call of it.
     Transpose(TransposeBlocks),
+    /// Rows gathered from every other source element, with streaming stores (see
+    /// [`EveryOther`]), by the JIT's gather helper; generated code has no call of it.
+    EveryOther(EveryOther),
 }
 
 /// For a kernel none of whose statements is in a band: `Some` when every statement's whole
 /// nest is one call of a streaming helper (a copy, or a fill of zeros, whose runs stream, see
-/// [`copy::streams`], or a transpose of 4- or 8-byte elements, see [`TransposeBlocks`]), with
-/// the helper of each; `None` when some statement needs code of its own. The statement checks
+/// [`copy::streams`], a transpose of 4- or 8-byte elements, see [`TransposeBlocks`], or rows
+/// of every other source element, see [`EveryOther`]), with the helper of each; `None` when some statement needs code of its own. The statement checks
 /// of [`translate_kernel_fn`] apply, so such a kernel may be run by calling the helpers
 /// directly, with the same result as its generated function.
 pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>, CodegenError> {
@@ -592,6 +596,10 @@ pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>,
         check_stmt(kernel, index, stmt)?;
         if let Some(blocks) = transposed_in(kernel, stmt) {
             runs.push(StreamedRuns::Transpose(blocks));
+            continue;
+        }
+        if let Some(rows) = gathered_in(kernel, stmt) {
+            runs.push(StreamedRuns::EveryOther(rows));
             continue;
         }
         // `Body::new`'s choice of mover, for a statement alone.
@@ -612,6 +620,16 @@ pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>,
 /// transpose helper runs it (see [`TransposeBlocks`]).
 pub(crate) fn transposed_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<TransposeBlocks> {
     TransposeBlocks::of(stmt, kernel.dst.size_bytes().ok()?)
+}
+
+/// The rows of `stmt`, a statement of `kernel` outside any band, when the JIT's gather helper
+/// runs it (see [`EveryOther`]).
+fn gathered_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<EveryOther> {
+    EveryOther::of(
+        stmt,
+        kernel.src.size_bytes().ok()?,
+        kernel.dst.size_bytes().ok()?,
+    )
 }
 
 /// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and

@@ -45,6 +45,7 @@ mod body;
 mod copy;
 mod describe;
 mod error;
+mod every_other;
 mod function;
 mod imports;
 mod loops;
@@ -59,6 +60,7 @@ pub use copy::{
 };
 pub use describe::describe;
 pub use error::CodegenError;
+pub use every_other::EveryOther;
 pub use function::{
     build_function, kernel_signature, stmt_signature, streamed_kernel, translate_kernel_fn,
     translate_stmt, translate_variants_fn, StreamedRuns, RUN_ALL,

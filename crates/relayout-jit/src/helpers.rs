@@ -1,7 +1,7 @@
 //! The Rust functions that generated code calls (see `relayout_codegen::Helper`). They are
-//! registered with the JIT under their symbol names in `module.rs`. One more,
-//! `relayout_stream_transpose_nest`, is called only by the JIT itself (`streamed.rs`), so it
-//! is not a `Helper` and has no symbol.
+//! registered with the JIT under their symbol names in `module.rs`. Two more,
+//! `relayout_stream_transpose_nest` and `relayout_stream_every_other_nest`, are called only by
+//! the JIT itself (`streamed.rs`), so they are not `Helper`s and have no symbols.
 
 use half::{bf16, f16};
 use relayout_codegen::Helper;
@@ -9,8 +9,10 @@ use relayout_codegen::Helper;
 // Prefetching is x86-64 only: elsewhere the streaming helpers are plain copies.
 #[cfg(target_arch = "x86_64")]
 mod ahead;
+mod every_other;
 mod stream;
 
+pub use every_other::relayout_stream_every_other_nest;
 pub use stream::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,

@@ -1,8 +1,9 @@
 //! Kernels that run without generated code of their own.
 //!
 //! When every statement of a kernel streams its whole nest through one helper call (a copy or
-//! a fill of zeros into an output of 8 MiB or more, in runs of whole cache lines, or a
-//! transpose of 4- or 8-byte elements into such an output, in register blocks: see
+//! a fill of zeros into an output of 8 MiB or more, in runs of whole cache lines, a transpose
+//! of 4- or 8-byte elements into such an output, in register blocks, or rows of every other
+//! source element: see
 //! `relayout_codegen::streamed_kernel`), its generated function would only lay out each
 //! nest and call the helper. The JIT makes those calls itself instead, with the same loops,
 //! strides and offsets, and compiles nothing: Cranelift's fixed cost and its register
@@ -15,8 +16,8 @@
 //! order, and every call ends with a store fence, as the generated function does.
 
 use crate::helpers::{
-    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
-    relayout_stream_zero_nest, StreamLoop,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_every_other_nest,
+    relayout_stream_transpose_nest, relayout_stream_zero_nest, StreamLoop,
 };
 use relayout_codegen::{StreamedRuns, RUN_ALL};
 use relayout_ir::LoopStmt;
@@ -28,7 +29,7 @@ pub(crate) struct StreamedStmt {
     src_offset: i64,
     dst_offset: i64,
     /// The loops, outermost first, with their extents as counts (for a transpose, the nest
-    /// of its register blocks).
+    /// of its register blocks; for a gather of every other element, the nest of its rows).
     loops: Vec<StreamLoop>,
 }
 
@@ -41,6 +42,7 @@ impl StreamedStmt {
             dst_offset: stmt.dst_offset,
             loops: match runs {
                 StreamedRuns::Transpose(blocks) => blocks.loops(stmt),
+                StreamedRuns::EveryOther(rows) => rows.loops(stmt),
                 StreamedRuns::Copy | StreamedRuns::Zero => stmt.loops.clone(),
             }
             .iter()
@@ -49,7 +51,9 @@ impl StreamedStmt {
                 dst_stride: l.dst_stride,
                 src_stride: match runs {
                     StreamedRuns::Zero => 0,
-                    StreamedRuns::Copy | StreamedRuns::Transpose(_) => l.src_stride,
+                    StreamedRuns::Copy
+                    | StreamedRuns::Transpose(_)
+                    | StreamedRuns::EveryOther(_) => l.src_stride,
                 },
             })
             .collect(),
@@ -119,6 +123,9 @@ impl StreamedStmt {
                     nest,
                     depth,
                 ),
+                StreamedRuns::EveryOther(rows) => {
+                    relayout_stream_every_other_nest(dst, src, self.bytes, rows.count, nest, depth)
+                }
             }
         }
     }

@@ -65,7 +65,7 @@ pub(super) fn each_run(
 ///
 /// # Safety
 /// `loops` points to `depth` readable `StreamLoop`s (any pointer when `depth` is 0).
-unsafe fn nest<'a>(loops: *const StreamLoop, depth: u64) -> &'a [StreamLoop] {
+pub(super) unsafe fn nest<'a>(loops: *const StreamLoop, depth: u64) -> &'a [StreamLoop] {
     if depth == 0 {
         return &[];
     }

@@ -1,0 +1,265 @@
+//! Every other element of the source, into large outputs: rows gathered by 16-byte shuffles,
+//! written with streaming (non-temporal) stores while the source rows ahead are prefetched,
+//! by a helper that runs the whole nest.
+//!
+//! A Slice with step 2 on its last axis (YOLO's Focus layer, a strided downsample) reads each
+//! destination row from every other element of a source row. The shuffle blocks of
+//! `shuffle.rs` gather it in generated code (two source vectors, one shuffle, one store), but
+//! CLIF has neither a non-temporal store nor a prefetch, and such a kernel is limited by the
+//! source stream: rows of a few hundred bytes with a gap as long between them, which the
+//! hardware prefetchers follow badly, plus a read of every destination line before it is
+//! written. A C model of slice_focus_step2 (bench/suite_beyond.json, 8x64x128x128 f32, steps
+//! [2, 2]) ran 2.8-4.0 ms with the generated code's loads, shuffles and stores, 2.1-3.0 ms with
+//! the source prefetched 4 KiB ahead, and 1.7-2.9 ms with streaming stores as well (interleaved
+//! runs on the 2-core reference machine). So a statement of this form, in a kernel whose output
+//! has at least [`STREAM_MIN_DST`] bytes, is run by `relayout_jit`'s gather helper when every
+//! statement of its kernel is a helper call (see [`crate::streamed_kernel`]); elsewhere the
+//! generated shuffle blocks serve it.
+//!
+//! The form: a copy of 1-, 2-, 4- or 8-byte runs (elements) whose innermost loop G reads every
+//! other element (source stride: twice the element size) and writes consecutive ones
+//! (destination stride: the element size). A row is G's whole extent, or, when G is the only
+//! loop (a whole axis taken, coalesced with the axes before it), a few KiB of it, so that
+//! threads can split the rows; the helper loads it as 16-byte vectors from the row's first element on,
+//! so it reads one element past the row's last: the form asks that this byte range lies inside
+//! the source for every row (the last row of `x[..., ::2]` with an odd last axis does not).
+//! Streaming stores pay off only for whole 64-byte lines, so every row is a whole number of
+//! lines and every row starts on a line (the destination offset and the other loops' strides
+//! are multiples of 64). The order of the points is the statement's own: a row is written
+//! from its first element to its last, rows in nest order.
+
+use crate::copy::{prefetch_runs, STREAM_MIN_DST};
+use relayout_ir::{Loop, LoopAction, LoopStmt};
+
+/// Bytes of a cache line.
+const LINE: i64 = 64;
+
+/// Destination bytes of the rows a statement of one loop is cut into, the first that divides
+/// it.
+const ROW_CUTS: [u64; 7] = [4096, 2048, 1024, 512, 256, 128, 64];
+
+/// A statement run as rows gathered from every other source element (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EveryOther {
+    /// Elements of a destination row: the extent of the innermost loop.
+    pub count: u64,
+}
+
+impl EveryOther {
+    /// The rows of `stmt` (a statement of a kernel whose source has `src_bytes` bytes and
+    /// whose output has `dst_bytes`), if it has the form described in the module
+    /// documentation.
+    pub fn of(stmt: &LoopStmt, src_bytes: u64, dst_bytes: u64) -> Option<EveryOther> {
+        let elem = stmt.bytes as i64;
+        if stmt.action != LoopAction::Copy
+            || ![1, 2, 4, 8].contains(&elem)
+            || dst_bytes < STREAM_MIN_DST
+            || stmt.dst_offset % LINE != 0
+        {
+            return None;
+        }
+        let (g, outer) = stmt.loops.split_last()?;
+        let count = if outer.is_empty() {
+            // One loop (the whole axis taken, coalesced with the axes before it): cut into
+            // rows of a few KiB for the threads to split (and a row of at least 4 KiB is
+            // followed well by the hardware prefetchers, so it is not prefetched).
+            ROW_CUTS
+                .iter()
+                .map(|&bytes| bytes / elem as u64)
+                .find(|&count| g.extent % count == 0)?
+        } else {
+            g.extent
+        };
+        let row_bytes = i64::try_from(count).ok()?.checked_mul(elem)?;
+        let gathers = g.src_stride == 2 * elem && g.dst_stride == elem;
+        let whole_lines = row_bytes > 0
+            && row_bytes % LINE == 0
+            && outer
+                .iter()
+                .all(|l| l.extent == 1 || l.dst_stride % LINE == 0);
+        // The last byte any row's loads reach: the furthest row start plus two row lengths
+        // (for one loop cut into rows: the end of its last row's loads).
+        let furthest_row = outer
+            .iter()
+            .try_fold(i128::from(stmt.src_offset), |at, l| {
+                let span = i128::from(l.extent.checked_sub(1)?) * i128::from(l.src_stride);
+                Some(at + span.max(0))
+            })?;
+        let reach = 2 * i128::from(g.extent.max(count)) * i128::from(elem);
+        let loads_inside = furthest_row + reach <= i128::from(src_bytes);
+        (gathers && whole_lines && loads_inside).then_some(EveryOther { count })
+    }
+
+    /// The nest of rows: the statement's loops without the innermost one (a statement of one
+    /// loop: the rows it is cut into).
+    pub fn loops(&self, stmt: &LoopStmt) -> Vec<Loop> {
+        match stmt.loops.as_slice() {
+            [g] => vec![Loop {
+                extent: g.extent / self.count,
+                src_stride: g.src_stride * self.count as i64,
+                dst_stride: g.dst_stride * self.count as i64,
+            }],
+            loops => loops[..loops.len().saturating_sub(1)].to_vec(),
+        }
+    }
+
+    /// Bytes of source a row's loads cover (twice the row), which is what the helper
+    /// prefetches ahead.
+    pub fn src_row_bytes(&self, elem: u64) -> u64 {
+        2 * self.count * elem
+    }
+
+    /// How many rows ahead the helper prefetches the source of the rows of `stmt`, by the rule
+    /// of the streamed copies ([`prefetch_runs`]); `None` when it does not.
+    pub fn prefetch_rows(&self, stmt: &LoopStmt) -> Option<u64> {
+        let rows = self
+            .loops(stmt)
+            .iter()
+            .fold(1u64, |n, l| n.saturating_mul(l.extent));
+        prefetch_runs(self.src_row_bytes(stmt.bytes), rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+        Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+
+    /// slice_focus_step2 as the passes leave it: 32768 rows of 64 f32, source rows 1 KiB apart.
+    fn focus() -> LoopStmt {
+        LoopStmt {
+            action: LoopAction::Copy,
+            bytes: 4,
+            dst_offset: 0,
+            src_offset: 0,
+            loops: vec![lp(32768, 1024, 256), lp(64, 8, 4)],
+        }
+    }
+
+    const SRC: u64 = 32 << 20;
+    const BIG: u64 = STREAM_MIN_DST;
+
+    #[test]
+    fn every_other_element_rows_are_gathered() {
+        let stmt = focus();
+        let rows = EveryOther::of(&stmt, SRC, BIG).expect("slice_focus_step2");
+        assert_eq!(rows, EveryOther { count: 64 });
+        assert_eq!(rows.loops(&stmt), vec![lp(32768, 1024, 256)]);
+        assert_eq!(rows.src_row_bytes(4), 512);
+        // 4 KiB ahead: eight rows of 512 source bytes.
+        assert_eq!(rows.prefetch_rows(&stmt), Some(8));
+        // Every element size; the odd elements (offset one element) as well.
+        for elem in [1, 2, 8] {
+            let sized = LoopStmt {
+                bytes: elem,
+                src_offset: elem as i64,
+                loops: vec![
+                    lp(1024, 1024, 256),
+                    lp(256 / elem, 2 * elem as i64, elem as i64),
+                ],
+                ..focus()
+            };
+            assert_eq!(
+                EveryOther::of(&sized, SRC, BIG),
+                Some(EveryOther { count: 256 / elem }),
+                "{elem}-byte elements"
+            );
+        }
+        // The gather as the only loop (every other element of a whole axis, coalesced with
+        // the axes before it): cut into rows of 4 KiB, the last one's loads ending where the
+        // source does.
+        let alone = LoopStmt {
+            loops: vec![lp(1 << 21, 8, 4)],
+            ..focus()
+        };
+        let rows = EveryOther::of(&alone, 16 << 20, BIG).expect("one loop");
+        assert_eq!(rows, EveryOther { count: 1024 });
+        assert_eq!(rows.loops(&alone), vec![lp(2048, 8192, 4096)]);
+        assert_eq!(rows.prefetch_rows(&alone), None);
+        let bytes = LoopStmt {
+            bytes: 1,
+            loops: vec![lp(8 << 20, 2, 1)],
+            ..focus()
+        };
+        assert_eq!(
+            EveryOther::of(&bytes, 16 << 20, BIG),
+            Some(EveryOther { count: 4096 })
+        );
+        // The source ends where the last row's loads do (one element past its last).
+        let end = 32767 * 1024 + 512;
+        assert_eq!(
+            EveryOther::of(&stmt, end, BIG),
+            Some(EveryOther { count: 64 })
+        );
+    }
+
+    #[test]
+    fn other_forms_are_not_gathered() {
+        let stmt = focus();
+        // A small output stays in cache: the generated shuffle blocks serve it.
+        assert_eq!(EveryOther::of(&stmt, SRC, BIG - 1), None);
+        // The last row's loads would reach past the source (an odd last axis: the source
+        // ends right after the last element read).
+        let end = 32767 * 1024 + 512;
+        assert_eq!(EveryOther::of(&stmt, end - 4, BIG), None);
+        let late = LoopStmt {
+            src_offset: 4,
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&late, end, BIG), None);
+        // Every third element, or consecutive ones, or a fill.
+        let mut third = stmt.clone();
+        third.loops[1].src_stride = 12;
+        assert_eq!(EveryOther::of(&third, SRC * 2, BIG), None);
+        let mut plain = stmt.clone();
+        plain.loops[1].src_stride = 4;
+        assert_eq!(EveryOther::of(&plain, SRC, BIG), None);
+        let fill = LoopStmt {
+            action: LoopAction::Fill {
+                value: relayout_ir::Scalar(0),
+            },
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&fill, SRC, BIG), None);
+        // Rows of 40 elements (160 bytes): lines shared by two rows.
+        let short = LoopStmt {
+            loops: vec![lp(32768, 1024, 160), lp(40, 8, 4)],
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&short, SRC, BIG), None);
+        // A destination offset inside a line.
+        let inside = LoopStmt {
+            dst_offset: 16,
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&inside, SRC, BIG), None);
+        // The gather as the only loop, of a length no row cut divides (as rows of 64 bytes).
+        let ragged = LoopStmt {
+            loops: vec![lp((1 << 21) + 8, 8, 4)],
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&ragged, SRC + 64, BIG + 32), None);
+        // The odd elements of one loop over a whole source: the last load reaches past it.
+        let odd = LoopStmt {
+            src_offset: 4,
+            loops: vec![lp(1 << 21, 8, 4)],
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&odd, 16 << 20, BIG), None);
+        // 16-byte runs are whole vectors already.
+        let wide = LoopStmt {
+            bytes: 16,
+            loops: vec![lp(32768, 1024, 256), lp(16, 32, 16)],
+            ..focus()
+        };
+        assert_eq!(EveryOther::of(&wide, SRC, BIG), None);
+    }
+}
