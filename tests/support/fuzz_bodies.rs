@@ -1187,8 +1187,8 @@ pub fn passes_loop_kernel(inp: &mut Input) -> LoopKernel {
 
 /// The loop pipelines [`loop_passes_bytes`] runs: each loop pass alone, the loop part of the
 /// default pipeline, and fusion forced (`FuseNests::always`, which tiny kernels need) followed
-/// by `reroll`.
-pub const LOOP_PIPELINES: [&str; 8] = [
+/// by `reroll` and `long-runs-first`.
+pub const LOOP_PIPELINES: [&str; 9] = [
     "output-stationary",
     "coalesce",
     "interchange",
@@ -1196,7 +1196,8 @@ pub const LOOP_PIPELINES: [&str; 8] = [
     "pair-phases",
     "fuse-nests",
     "reroll",
-    "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll",
+    "fuse-nests,long-runs-first",
+    "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first",
 ];
 
 /// A random loop kernel that verifies: every loop pipeline keeps it verified and keeps its
@@ -1204,7 +1205,7 @@ pub const LOOP_PIPELINES: [&str; 8] = [
 /// into one element), in the interpreter and in the JIT in guarded buffers, whole and in
 /// pieces.
 pub fn loop_passes_bytes(data: &[u8]) {
-    use relayout_passes::{FuseNests, Pass, PassManager, Pipeline, Reroll};
+    use relayout_passes::{FuseNests, LongRunsFirst, Pass, PassManager, Pipeline, Reroll};
     let mut inp = Input::new(data);
     let k = passes_loop_kernel(&mut inp);
     if verify_loop_kernel(&k).is_err() {
@@ -1243,5 +1244,9 @@ pub fn loop_passes_bytes(data: &[u8]) {
     match Reroll.run(AnyKernel::Loops(fused.clone())) {
         Ok(AnyKernel::Loops(out)) => check("forced fuse-nests, then reroll", &out),
         other => panic!("reroll: {other:?}\n{fused}"),
+    }
+    match LongRunsFirst.run(AnyKernel::Loops(fused.clone())) {
+        Ok(AnyKernel::Loops(out)) => check("forced fuse-nests, then long-runs-first", &out),
+        other => panic!("long-runs-first: {other:?}\n{fused}"),
     }
 }

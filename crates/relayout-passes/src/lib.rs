@@ -38,7 +38,10 @@
 //! 11. `fuse-nests` shares the outer loops of consecutive statements;
 //! 12. `reroll` merges statements that are one statement moved by a constant step (the pieces
 //!     on opposite sides of a padded or bordered box) into one with a loop over the steps,
-//!     which compiles once instead of once per piece.
+//!     which compiles once instead of once per piece;
+//! 13. `long-runs-first` moves, inside each band, the copies and fills with the longest runs
+//!     in front of shorter ones they commute with, so that a band iteration's lines are first
+//!     written in address order (Im2Col's rows before their edge elements).
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every
@@ -74,7 +77,7 @@ pub use compose::{Chain, ComposeError};
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PassTiming, PipelineRun};
 pub use pass::{Level, Pass};
-pub use passes::{FuseNests, OutputStationary, Reroll};
+pub use passes::{FuseNests, LongRunsFirst, OutputStationary, Reroll};
 pub use pipeline::{default_loop_pipeline, default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 

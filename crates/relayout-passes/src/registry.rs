@@ -3,8 +3,8 @@
 
 use crate::pass::{IndexPass, LoopPass};
 use crate::passes::{
-    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, OutputStationary,
-    PairPhases, PeelDims, Reroll, SplitDims, SplitGuards, TileTransposes,
+    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, LongRunsFirst,
+    OutputStationary, PairPhases, PeelDims, Reroll, SplitDims, SplitGuards, TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -82,6 +82,7 @@ pub static PASSES: &[PassInfo] = &[
     registered!(loops PairPhases, "merge the even- and odd-element phases of sums from +0.0 into one sum over both, for interleaved vector stores"),
     registered!(loops FuseNests, "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes"),
     registered!(loops Reroll, "merge statements that are one statement moved by a constant step (consecutive, or moved past statements they commute with) into one with a loop over the steps"),
+    registered!(loops LongRunsFirst, "inside each band, move the copies and fills with the longest runs in front of shorter ones they commute with, so lines are first written in order"),
 ];
 
 /// The registered pass named `name`.
