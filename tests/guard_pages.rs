@@ -73,6 +73,25 @@ fn guarded_pieces_failures(
     failures
 }
 
+/// Runs `kernel` in 3 pieces into a destination 4 bytes past a 16-byte boundary, where the
+/// streaming helpers must fall back to ordinary stores, and names the run if its output is not
+/// `want`.
+fn misaligned_destination_failure(
+    spec: &str,
+    kernel: &relayout_jit::CompiledKernel,
+    src: &[u8],
+    want: &[u8],
+) -> Option<String> {
+    let mut storage = vec![0u8; want.len() + 32];
+    let at = (20 - storage.as_ptr() as usize % 16) % 16;
+    let misaligned = &mut storage[at..at + want.len()];
+    assert_eq!(misaligned.as_ptr() as usize % 16, 4);
+    kernel
+        .run_split(src, misaligned, relayout::Split::Pieces(3))
+        .unwrap_or_else(|e| panic!("{spec}: {e}"));
+    (misaligned[..] != want[..]).then(|| format!("{spec}: misaligned destination"))
+}
+
 /// Compiles `op` for `input`, runs it guarded on random data, and compares with the reference
 /// implementation.
 fn check_against_reference(op: &Op, input: &TensorType, seed: u64) -> Result<(), String> {
@@ -452,17 +471,7 @@ fn streamed_transposes_in_guarded_buffers() {
         let src = random_bytes(byte_len(&parsed.input), 700 + i as u64);
         let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
         failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
-        // A destination 4 bytes past a 16-byte boundary: ordinary stores.
-        let mut storage = vec![0u8; want.len() + 32];
-        let at = (20 - storage.as_ptr() as usize % 16) % 16;
-        let misaligned = &mut storage[at..at + want.len()];
-        assert_eq!(misaligned.as_ptr() as usize % 16, 4);
-        kernel
-            .run_split(&src, misaligned, relayout::Split::Pieces(3))
-            .unwrap_or_else(|e| panic!("{spec}: {e}"));
-        if misaligned[..] != want[..] {
-            failures.push(format!("{spec}: misaligned destination"));
-        }
+        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -621,15 +630,7 @@ fn every_other_element_rows_in_guarded_buffers() {
         let src = random_bytes(byte_len(&parsed.input), 800 + i as u64);
         let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
         failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
-        let mut storage = vec![0u8; want.len() + 32];
-        let at = (20 - storage.as_ptr() as usize % 16) % 16;
-        let misaligned = &mut storage[at..at + want.len()];
-        kernel
-            .run_split(&src, misaligned, relayout::Split::Pieces(3))
-            .unwrap_or_else(|e| panic!("{spec}: {e}"));
-        if misaligned[..] != want[..] {
-            failures.push(format!("{spec}: misaligned destination"));
-        }
+        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -124,14 +124,7 @@ impl EveryOther {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-        Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        }
-    }
+    use crate::test_support::lp;
 
     /// slice_focus_step2 as the passes leave it: 32768 rows of 64 f32, source rows 1 KiB apart.
     fn focus() -> LoopStmt {

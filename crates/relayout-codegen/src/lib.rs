@@ -117,3 +117,18 @@ pub fn kernel_comments(k: &LoopKernel) -> String {
     }
     out
 }
+
+/// What the unit tests of several modules build nests from.
+#[cfg(test)]
+mod test_support {
+    use relayout_ir::Loop;
+
+    /// A loop of `extent` iterations with these strides.
+    pub(crate) fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+        Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+}

@@ -1051,14 +1051,7 @@ fn schedule(distinct: &Distinct) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-        Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        }
-    }
+    use crate::test_support::lp;
 
     /// A Slice with `step` (negative: reversed) over the last axis of `rows` rows of `width`
     /// elements of `e` bytes, from element `start`, `n` elements a row; and its source size.

@@ -159,14 +159,7 @@ impl TransposeBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
-        Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        }
-    }
+    use crate::test_support::lp;
 
     fn copy(loops: Vec<Loop>) -> LoopStmt {
         LoopStmt {
