@@ -625,11 +625,7 @@ pub(crate) fn transposed_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<Tran
 /// The rows of `stmt`, a statement of `kernel` outside any band, when the JIT's gather helper
 /// runs it (see [`EveryOther`]).
 fn gathered_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<EveryOther> {
-    EveryOther::of(
-        stmt,
-        kernel.src.size_bytes().ok()?,
-        kernel.dst.size_bytes().ok()?,
-    )
+    EveryOther::of(stmt, kernel.dst.size_bytes().ok()?)
 }
 
 /// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and

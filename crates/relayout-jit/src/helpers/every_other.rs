@@ -14,9 +14,9 @@ use super::stream::{each_run, nest, StreamLoop};
 ///
 /// # Safety
 /// `elem` is 1, 2, 4 or 8; `loops` points to `depth` `StreamLoop`s; at every point of the
-/// nest, the `2 * count * elem` bytes from the source point are valid for reads (the vectors
-/// read one element past the row's last) and the `count * elem` bytes from the destination
-/// point for writes, and the source and destination do not overlap.
+/// nest, the `(2 * count - 1) * elem` bytes from the source point (from the row's first
+/// element to the end of its last) are valid for reads and the `count * elem` bytes from the
+/// destination point for writes, and the source and destination do not overlap.
 pub unsafe fn relayout_stream_every_other_nest(
     dst: *mut u8,
     src: *const u8,
@@ -71,34 +71,53 @@ mod x86 {
     use super::{each_run, StreamLoop};
     use std::arch::x86_64::*;
 
-    /// The even elements of `a` then of `b` (`E`-byte elements), one vector.
+    /// The even elements of `a`, then those of `b` (`ODD`: its odd elements), of `E` bytes
+    /// each, as one vector.
     #[inline(always)]
-    fn evens<const E: usize>(a: __m128i, b: __m128i) -> __m128i {
+    fn pick<const E: usize, const ODD: bool>(a: __m128i, b: __m128i) -> __m128i {
         // SAFETY (each arm): SSE2 is part of x86-64, and these are SSE2 instructions.
         unsafe {
-            match E {
-                // Each 16-bit lane's low byte, zero-extended, packs back to it exactly.
-                1 => {
+            match (E, ODD) {
+                // Each 16-bit lane's low (high) byte, zero-extended, packs back to it exactly.
+                (1, false) => {
                     let low = _mm_set1_epi16(0xff);
                     _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low))
                 }
-                // Each 32-bit lane's low half, sign-extended, packs back to it exactly.
-                2 => _mm_packs_epi32(
+                (1, true) => {
+                    let low = _mm_set1_epi16(0xff);
+                    _mm_packus_epi16(_mm_and_si128(a, low), _mm_srli_epi16::<8>(b))
+                }
+                // Each 32-bit lane's low (high) half, sign-extended, packs back to it exactly.
+                (2, false) => _mm_packs_epi32(
                     _mm_srai_epi32::<16>(_mm_slli_epi32::<16>(a)),
                     _mm_srai_epi32::<16>(_mm_slli_epi32::<16>(b)),
                 ),
-                4 => _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(
+                (2, true) => _mm_packs_epi32(
+                    _mm_srai_epi32::<16>(_mm_slli_epi32::<16>(a)),
+                    _mm_srai_epi32::<16>(b),
+                ),
+                (4, false) => _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(
                     _mm_castsi128_ps(a),
                     _mm_castsi128_ps(b),
                 )),
-                _ => _mm_unpacklo_epi64(a, b),
+                (4, true) => _mm_castps_si128(_mm_shuffle_ps::<0b11_01_10_00>(
+                    _mm_castsi128_ps(a),
+                    _mm_castsi128_ps(b),
+                )),
+                (_, false) => _mm_unpacklo_epi64(a, b),
+                (_, true) => _mm_castpd_si128(_mm_shuffle_pd::<0b10>(
+                    _mm_castsi128_pd(a),
+                    _mm_castsi128_pd(b),
+                )),
             }
         }
     }
 
     /// One row: `count` elements of `E` bytes from every other element at `s` to `d`, whole
     /// vectors first (streamed when `STREAM`), the elements after the last whole vector one by
-    /// one.
+    /// one. Each vector is made of two source vectors; the last one's second source vector is
+    /// loaded one element early and its odd elements taken, so that no load reaches past the
+    /// row's last element (which may be the last of the source).
     ///
     /// # Safety
     /// As `relayout_stream_every_other_nest`, for this row; with `STREAM`, `d` is 16-byte
@@ -106,20 +125,32 @@ mod x86 {
     #[inline(always)]
     unsafe fn row<const E: usize, const STREAM: bool>(d: *mut u8, s: *const u8, count: usize) {
         let vectors = count * E / 16;
-        // SAFETY (whole function): vector `k` loads source bytes `[32k, 32k + 32)`, inside the
-        // `2 * count * E` readable ones, and stores destination bytes `[16k, 16k + 16)`,
-        // inside the `count * E` writable ones; the elements after them are read and written
-        // one by one at their own places.
-        unsafe {
-            for k in 0..vectors {
-                let a = _mm_loadu_si128(s.add(32 * k).cast());
-                let b = _mm_loadu_si128(s.add(32 * k + 16).cast());
-                let v = evens::<E>(a, b);
+        let put = |k: usize, v: __m128i| {
+            // SAFETY: destination bytes `[16k, 16k + 16)`, inside the `count * E` writable
+            // ones; with `STREAM`, `d + 16k` is 16-byte aligned.
+            unsafe {
                 if STREAM {
                     _mm_stream_si128(d.add(16 * k).cast(), v);
                 } else {
                     _mm_storeu_si128(d.add(16 * k).cast(), v);
                 }
+            }
+        };
+        // SAFETY (whole block): vector `k` loads source bytes `[32k, 32k + 32)`, and the last
+        // one `[32k, 32k + 32 - E)`, inside the `(2 * count - 1) * E` readable ones (`32 *
+        // vectors <= 2 * count * E`); the elements after them are read and written one by one
+        // at their own places.
+        unsafe {
+            if vectors > 0 {
+                for k in 0..vectors - 1 {
+                    let a = _mm_loadu_si128(s.add(32 * k).cast());
+                    let b = _mm_loadu_si128(s.add(32 * k + 16).cast());
+                    put(k, pick::<E, false>(a, b));
+                }
+                let k = vectors - 1;
+                let a = _mm_loadu_si128(s.add(32 * k).cast());
+                let b = _mm_loadu_si128(s.add(32 * k + 16 - E).cast());
+                put(k, pick::<E, true>(a, b));
             }
             for i in vectors * 16 / E..count {
                 std::ptr::copy_nonoverlapping(s.add(2 * i * E), d.add(i * E), E);
@@ -139,7 +170,7 @@ mod x86 {
         loops: &[StreamLoop],
         count: usize,
     ) {
-        let len = 2 * count * E;
+        let len = (2 * count).saturating_sub(1) * E;
         match Ahead::for_copy(src, loops, len) {
             // SAFETY: the caller's contract for every row.
             None => each_run(dst, src, loops, &mut |d, s| unsafe {
@@ -160,8 +191,8 @@ mod tests {
 
     /// Every element size, row length (whole vectors and a tail), nest shape, and alignment
     /// of the destination: the rows hold exactly the even elements, and nothing around them is
-    /// written. The source is exactly as long as the last row's loads, so a load past it would
-    /// be caught by the bounds of the `Vec` under Miri and by the guard-page tests in a JIT.
+    /// written. The source ends with the last row's last element; that no load passes it is
+    /// what the guard-page tests check (`every_other_element_rows_in_guarded_buffers`).
     #[test]
     fn rows_hold_every_other_element() {
         for elem in [1usize, 2, 4, 8] {
@@ -170,7 +201,7 @@ mod tests {
                     for misalign in [0usize, elem] {
                         let src_stride = (2 * count + src_row) * elem;
                         let dst_stride = (count + dst_row) * elem;
-                        let src_len = (rows - 1) * src_stride + 2 * count * elem;
+                        let src_len = (rows - 1) * src_stride + (2 * count - 1) * elem;
                         let src: Vec<u8> = (0..src_len).map(|i| (i * 7 + 3) as u8).collect();
                         let mut dst = vec![0xa5u8; 48 + rows * dst_stride + 32];
                         let base = dst.as_ptr().align_offset(16) + 16 + misalign;
