@@ -105,7 +105,10 @@ impl EveryOther {
     /// Bytes of source a row's loads cover (from its first element to the end of its last),
     /// which is what the helper prefetches ahead.
     pub fn src_row_bytes(&self, elem: u64) -> u64 {
-        self.count.saturating_mul(2).saturating_sub(1).saturating_mul(elem)
+        self.count
+            .saturating_mul(2)
+            .saturating_sub(1)
+            .saturating_mul(elem)
     }
 
     /// How many rows ahead the helper prefetches the source of the rows of `stmt`, by the rule

@@ -584,9 +584,10 @@ pub enum StreamedRuns {
 /// For a kernel none of whose statements is in a band: `Some` when every statement's whole
 /// nest is one call of a streaming helper (a copy, or a fill of zeros, whose runs stream, see
 /// [`copy::streams`], a transpose of 4- or 8-byte elements, see [`TransposeBlocks`], or rows
-/// of every other source element, see [`EveryOther`]), with the helper of each; `None` when some statement needs code of its own. The statement checks
-/// of [`translate_kernel_fn`] apply, so such a kernel may be run by calling the helpers
-/// directly, with the same result as its generated function.
+/// of every other source element, see [`EveryOther`]), with the helper of each; `None` when
+/// some statement needs code of its own. The statement checks of [`translate_kernel_fn`]
+/// apply, so such a kernel may be run by calling the helpers directly, with the same result
+/// as its generated function.
 pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>, CodegenError> {
     if !kernel.bands.is_empty() {
         return Ok(None);

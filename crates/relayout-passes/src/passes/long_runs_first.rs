@@ -13,10 +13,11 @@
 //! is first touched in order and the 4-byte statements then find their lines in cache.
 //! Measured with `relayout bench --ir` on im2col_conv3x3 (bench/suite_beyond.json, one thread,
 //! three interleaved sittings): 4.03-4.47 ms (0.96-1.0x memcpy's time) as lowered, 2.75-3.08
-//! ms (0.63-0.74x) with the members sorted by run length. The Pads' bands, whose iterations are
-//! one row (a line or two, which the first store brings in anyway), did not change (reflect
-//! 1.77-2.10 ms either way, constant 0.48-0.73 ms), and statements outside bands each sweep the
-//! whole output, where the order of first touches is the statements' own: they stay as they are.
+//! ms (0.63-0.74x) with the members sorted by run length. The reflect Pad's band, whose
+//! iterations are one row (a line or two, which the first store brings in anyway), did not
+//! change (1.77-2.10 ms either way); nor did the constant Pad with its statements, which are
+//! outside bands and each sweep the whole output, sorted the same way (0.48-0.73 ms either
+//! way): statements outside bands stay as they are.
 //!
 //! What it does: for each band, the members are taken in order and each is moved in front of
 //! the members before it whose runs are shorter, as far as it commutes with every member it
