@@ -25,8 +25,9 @@
 //! element, which the verifier proved inside the source (the odd elements of an even axis end
 //! at the source's last byte). Streaming stores pay off only for whole 64-byte lines, so every
 //! row is a whole number of lines, at least [`MIN_ROW`] bytes, and every row starts on a line
-//! (the destination offset and the other loops' strides are multiples of 64). The order of the points is the statement's
-//! own: a row is written from its first element to its last, rows in nest order.
+//! (the destination offset and the other loops' strides are multiples of 64). The order of the
+//! points is the statement's own: a row is written from its first element to its last, rows in
+//! nest order.
 
 use crate::copy::{prefetch_runs, STREAM_MIN_DST};
 use relayout_ir::{Loop, LoopAction, LoopStmt};
@@ -114,10 +115,7 @@ impl EveryOther {
     /// How many rows ahead the helper prefetches the source of the rows of `stmt`, by the rule
     /// of the streamed copies ([`prefetch_runs`]); `None` when it does not.
     pub fn prefetch_rows(&self, stmt: &LoopStmt) -> Option<u64> {
-        let rows = self
-            .loops(stmt)
-            .iter()
-            .fold(1u64, |n, l| n.saturating_mul(l.extent));
+        let rows = stmt.trip_count() / self.count;
         prefetch_runs(self.src_row_bytes(stmt.bytes), rows)
     }
 }

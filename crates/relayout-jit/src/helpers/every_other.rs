@@ -30,8 +30,7 @@ pub unsafe fn relayout_stream_every_other_nest(
     let (elem, count) = (elem as usize, count as usize);
     #[cfg(target_arch = "x86_64")]
     {
-        let aligned = (dst as usize) % 16 == 0
-            && loops.iter().all(|l| l.dst_stride % 16 == 0 || l.count == 1);
+        let aligned = super::stream::rows_aligned(dst, loops);
         // One instance per element size and store kind, so that the row inlines into the
         // innermost loop of `each_run`.
         macro_rules! rows {
@@ -170,7 +169,11 @@ mod x86 {
         loops: &[StreamLoop],
         count: usize,
     ) {
-        let len = (2 * count).saturating_sub(1) * E;
+        // The bytes a row's loads cover, by code generation's rule (which its listing reports).
+        let len = relayout_codegen::EveryOther {
+            count: count as u64,
+        }
+        .src_row_bytes(E as u64) as usize;
         match Ahead::for_copy(src, loops, len) {
             // SAFETY: the caller's contract for every row.
             None => each_run(dst, src, loops, &mut |d, s| unsafe {

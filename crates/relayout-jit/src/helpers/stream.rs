@@ -61,6 +61,13 @@ pub(super) fn each_run(
     }
 }
 
+/// Whether every point of `loops` from `dst` is 16-byte aligned, as streaming stores of 16-byte
+/// vectors need (a loop of one iteration does not move).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn rows_aligned(dst: *mut u8, loops: &[StreamLoop]) -> bool {
+    (dst as usize) % 16 == 0 && loops.iter().all(|l| l.dst_stride % 16 == 0 || l.count == 1)
+}
+
 /// The loops of a nest from the pointer generated code passes.
 ///
 /// # Safety
@@ -191,9 +198,7 @@ pub unsafe fn relayout_stream_transpose_nest(
     let loops = unsafe { nest(loops, depth) };
     #[cfg(target_arch = "x86_64")]
     {
-        let aligned = (dst as usize) % 16 == 0
-            && dst_row % 16 == 0
-            && loops.iter().all(|l| l.dst_stride % 16 == 0 || l.count == 1);
+        let aligned = rows_aligned(dst, loops) && dst_row % 16 == 0;
         // One instance of `each_run` per element size and store kind, so that the block
         // inlines into the innermost loop.
         macro_rules! blocks {
