@@ -72,6 +72,8 @@ The last line is exactly `N passed, M failed`; the exit status is 0 only when M 
 
 const RUN_EXAMPLES: &str = "\
 Examples:
+  relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>'
+  relayout run 'Pad {pads = [1, 2], mode = \"reflect\"} : tensor<6xi32>'
   python3 -c 'import numpy as np; np.save(\"x.npy\", np.arange(16, dtype=np.float32).reshape(1, 2, 2, 4))'
   relayout run 'DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>' --input x.npy --output y.npy
   python3 -c 'import numpy as np; print(np.load(\"y.npy\"))'
@@ -82,9 +84,10 @@ Examples:
   relayout run --ir k.ir --input x.npy
 
 An input type given in the op must be the file's dtype and shape; without one, the file's is
-used. --then adds ops after it, composed into one kernel. A kernel given as IR (--ir) runs on a
-file of its source type: index-map IR through the default pipeline, loop IR as it is. Without
---output the result is printed.";
+used. Without an input file (or a case's data), the input is 0, 1, 2, ... in the input type,
+printed before the result. --then adds ops after it, composed into one kernel. A kernel given
+as IR (--ir) runs on a file of its source type (or on 0, 1, 2, ...): index-map IR through the
+default pipeline, loop IR as it is. Without --output the result is printed.";
 
 const EXPLAIN_EXAMPLES: &str = "\
 Examples:

@@ -3,7 +3,9 @@
 //! The op comes from the command-line syntax (whose input type must be the file's, and may be
 //! left out: then it is the file's), from a conformance case (whose data is the input when no
 //! file is given), or is a kernel given as IR text (index-map IR runs the default pipeline,
-//! loop IR is compiled as it is). Without --output the result is printed.
+//! loop IR is compiled as it is). Without --output the result is printed. Without an input
+//! file (and without a case's data), the input is 0, 1, 2, ... in the input type
+//! (`counting_input`), printed before the result: a quick look at what an op does.
 
 mod npy;
 
@@ -23,14 +25,16 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "op")]
     case: Option<PathBuf>,
     /// Run a kernel given as IR text instead (index-map or loop IR, as `lower` and `opt`
-    /// print it; - for standard input), on an --input file of its source type.
+    /// print it; - for standard input), on an --input file of its source type (or on 0, 1,
+    /// 2, ...).
     #[arg(long, conflicts_with_all = ["op", "case"])]
     ir: Option<PathBuf>,
     /// Then apply this op to the output (repeatable, in order), all composed into one kernel
     /// as `compile_chain` does; written without a type, e.g. 'DepthToSpace {block_size = 2}'.
     #[arg(long, value_name = "OP", conflicts_with = "ir")]
     then: Vec<String>,
-    /// The input .npy file (little-endian, C order).
+    /// The input .npy file (little-endian, C order). Without it (and without a case's data),
+    /// the input is 0, 1, 2, ... in the op's input type, printed before the result.
     #[arg(long)]
     input: Option<PathBuf>,
     /// Where to write the result as .npy; without it, the result is printed.
@@ -59,8 +63,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
     let then = crate::commands::read_chained_ops(&args.then)?;
     let (op, ty, case_data) = read_op(&args, file.as_ref().map(|(ty, _)| ty))?;
-    // Refuse a type that cannot be written before doing any work.
-    npy::descr(ty.dtype)?;
+    if args.output.is_some() {
+        // Refuse a type that cannot be written before doing any work.
+        npy::descr(ty.dtype)?;
+    }
     let data = match (&args.input, file, case_data) {
         (Some(path), Some((file_ty, data)), _) => {
             if file_ty != ty {
@@ -74,12 +80,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             data
         }
         (_, _, Some(data)) => data,
-        _ => {
-            return Err(match &args.case {
-                Some(case) => format!("{} has no input data: give --input FILE", case.display()),
-                None => "give the input as --input FILE.npy".into(),
-            })
-        }
+        _ => match &args.case {
+            Some(case) => {
+                return Err(format!(
+                    "{} has no input data: give --input FILE",
+                    case.display()
+                ))
+            }
+            None => counting_input(&ty)?,
+        },
     };
     let start = std::time::Instant::now();
     let threads = Split::Threads(args.threads);
@@ -103,6 +112,43 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
     report(&args, &out_ty, &out, compile_time, run_time, &split)
+}
+
+/// The input 0, 1, 2, ... of type `ty` (printed on standard output, as the result will be),
+/// for a run without an input file: element `i` is `i` in the element type, counting modulo
+/// the first integer the type cannot hold exactly (256 for 8-bit integers and bfloat16,
+/// 2048 for float16, 2^24 for float32), so that a small input shows every element's origin;
+/// bool alternates false and true, and a complex element is `(i, 0)`.
+fn counting_input(ty: &TensorType) -> Result<Vec<u8>, String> {
+    use relayout::ir::{DType, Scalar};
+    let mut data = output_buffer(ty)?;
+    let size = ty.dtype.size() as usize;
+    let float = |dtype: DType, period: u64, i: u64| {
+        // Exact: `i % period` is an integer the float type holds.
+        Scalar::from_f64(dtype, (i % period) as f64).map_or_else(Vec::new, |v| v.to_le_bytes(dtype))
+    };
+    for (i, element) in data.chunks_exact_mut(size).enumerate() {
+        let i = i as u64;
+        let bytes = match ty.dtype {
+            DType::F16 => float(DType::F16, 1 << 11, i),
+            DType::BF16 => float(DType::BF16, 1 << 8, i),
+            DType::F32 => float(DType::F32, 1 << 24, i),
+            DType::F64 => float(DType::F64, 1 << 53, i),
+            DType::C64 => float(DType::F32, 1 << 24, i),
+            DType::C128 => float(DType::F64, 1 << 53, i),
+            DType::Bool => vec![(i % 2) as u8],
+            // Integers wrap: the low bytes of `i`.
+            _ => i.to_le_bytes().to_vec(),
+        };
+        // A complex element's imaginary part stays zero.
+        let n = bytes.len().min(size);
+        element[..n].copy_from_slice(&bytes[..n]);
+    }
+    println!(
+        "input {ty} (0, 1, 2, ...: no --input given):\n{}",
+        relayout::format_tensor(ty, &data, 256)
+    );
+    Ok(data)
 }
 
 /// A zeroed buffer for an output of type `out_ty`, or why it cannot be held in memory.
@@ -175,19 +221,22 @@ fn run_ir(
     let kernel = relayout::ir::parse_any(&text)
         .map_err(|e| format!("{}: {}", ir.display(), e.render(&text)))?;
     let src = kernel.src().clone();
-    let (Some(path), Some((file_ty, data))) = (&args.input, file) else {
-        return Err(format!(
-            "give the kernel's input ({src}) as --input FILE.npy"
-        ));
-    };
-    if file_ty != src {
-        return Err(format!(
-            "{} holds {file_ty}, but the kernel in {} reads {src}",
-            path.display(),
-            ir.display()
-        ));
+    if args.output.is_some() {
+        npy::descr(src.dtype)?;
     }
-    npy::descr(src.dtype)?;
+    let data = match (&args.input, file) {
+        (Some(path), Some((file_ty, data))) => {
+            if file_ty != src {
+                return Err(format!(
+                    "{} holds {file_ty}, but the kernel in {} reads {src}",
+                    path.display(),
+                    ir.display()
+                ));
+            }
+            data
+        }
+        _ => counting_input(&src)?,
+    };
     let in_ir = |e: relayout::Error| format!("{}: {e}", ir.display());
     let start = std::time::Instant::now();
     let (out_ty, compiled): (TensorType, Runner) = match kernel {
@@ -243,6 +292,13 @@ fn read_op(
                 Some(ty) if !text.contains(':') => {
                     typed = format!("{text} : {ty}");
                     &typed
+                }
+                None if !text.contains(':') => {
+                    return Err(format!(
+                        "give the op's input type after a colon (`{} : tensor<DIMSxTYPE>`, such \
+                         as tensor<1x4x4x8xf32>), or an --input file to take it from",
+                        text.trim()
+                    ))
                 }
                 _ => text,
             };

@@ -335,16 +335,69 @@ fn layouts_relayout_cannot_take_are_refused_clearly() {
 }
 
 #[test]
-fn an_op_without_input_is_an_error() {
-    let dir = TempDir::new("noinput");
+fn without_an_input_file_the_input_counts_up() {
+    let dir = TempDir::new("counting");
+    // The same op on 0, 1, 2, ... written as a file, and with no file at all.
+    let x = dir.path("x.npy");
+    std::fs::write(
+        &x,
+        npy(
+            "<f4",
+            false,
+            &[1, 2, 2, 4],
+            &f32_bytes((0..16).map(|i| i as f32)),
+        ),
+    )
+    .unwrap();
+    let op = "DepthToSpace {block_size = 2} : tensor<1x2x2x4xf32>";
+    let (from_file, counted) = (dir.path("a.npy"), dir.path("b.npy"));
+    let out = run_op(op, &x, &from_file);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = relayout(&["run", op, "--output", counted.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("input tensor<1x2x2x4xf32> (0, 1, 2, ...") && text.contains("[12.0, 13.0"),
+        "{text}"
+    );
+    let (_, data) = parse_npy(&std::fs::read(&counted).unwrap());
+    assert_eq!(data, parse_npy(&std::fs::read(&from_file).unwrap()).1);
+    assert_eq!(
+        data,
+        f32_bytes([0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15].map(|i| i as f32))
+    );
+    // Integers count modulo their range: int8 wraps after 127, and the printed result shows
+    // where each element came from.
+    let out = relayout(&["run", "Transpose {perm = [1, 0]} : tensor<2x130xi8>"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("[0, -126], [1, -125]"), "{text}");
+    // A kernel given as IR runs on its source type counted up too.
+    let ir = relayout(&["lower", op, "--emit", "loop"]);
+    assert!(ir.status.success(), "{}", stderr(&ir));
+    let file = dir.path("k.ir");
+    std::fs::write(&file, &ir.stdout).unwrap();
+    let from_ir = dir.path("c.npy");
     let out = relayout(&[
         "run",
-        "SpaceToDepth {block_size = 2} : tensor<1x2x2x1xf32>",
+        "--ir",
+        file.to_str().unwrap(),
         "--output",
-        dir.path("y.npy").to_str().unwrap(),
+        from_ir.to_str().unwrap(),
     ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(parse_npy(&std::fs::read(&from_ir).unwrap()).1, data);
+}
+
+#[test]
+fn an_op_without_a_type_or_an_input_is_an_error() {
+    let out = relayout(&["run", "SpaceToDepth {block_size = 2}"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--input"), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("input type") && err.contains("--input"),
+        "{err}"
+    );
 }
 
 #[test]
