@@ -146,12 +146,25 @@ fn batch_to_space_nd() -> impl Strategy<Value = (Op, TensorType)> {
 
 fn col2im() -> impl Strategy<Value = (Op, TensorType)> {
     // Integer element types only: sums are exact whatever the summation order.
-    let int = prop::sample::select(vec![DType::I32, DType::U8, DType::I64, DType::U16]);
-    (2usize..=3, 1u64..=2, 1u64..=2, int)
-        .prop_flat_map(|(m, n, c, dtype)| {
-            let dims = prop::collection::vec(
-                (2i64..=6, 1i64..=3, 1i64..=2, 1i64..=2, 0i64..=1, 0i64..=1),
-                m,
+    col2im_of(vec![DType::I32, DType::U8, DType::I64, DType::U16], 2..=6)
+}
+
+/// Random Col2Ims of 2 or 3 spatial dims, with strides, dilations and pads, of `dtypes`, the
+/// last image dim in `width` (the others 2 to 6).
+fn col2im_of(
+    dtypes: Vec<DType>,
+    width: std::ops::RangeInclusive<i64>,
+) -> impl Strategy<Value = (Op, TensorType)> {
+    (2usize..=3, 1u64..=2, 1u64..=2, prop::sample::select(dtypes))
+        .prop_flat_map(move |(m, n, c, dtype)| {
+            let dim = |img: std::ops::RangeInclusive<i64>| {
+                (img, 1i64..=3, 1i64..=2, 1i64..=2, 0i64..=1, 0i64..=1)
+            };
+            let dims = (prop::collection::vec(dim(2..=6), m - 1), dim(width.clone())).prop_map(
+                |(mut dims, last)| {
+                    dims.push(last);
+                    dims
+                },
             );
             (Just(n), Just(c), dims, Just(dtype))
         })
@@ -595,6 +608,29 @@ fn strided_slices_gather_from_whole_vectors() {
                 assert_eq!(got, want, "run_threaded: {op:?} on {input}");
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Col2Im of f16 and bf16, whose sums run in the JIT's sum helper (no generated code):
+    /// bit for bit the reference's, which adds each cell's contributions in the op's order,
+    /// rounding after each addition, on random bits (NaNs, infinities and subnormals among
+    /// them), on one thread and on three.
+    #[test]
+    fn half_precision_col2im_agrees_bit_for_bit(
+        // Rows long enough for the helper's vectors of eight and its overlapping last one.
+        (op, input) in col2im_of(vec![DType::F16, DType::BF16], 2..=40),
+        seed in any::<u64>(),
+    ) {
+        check_all_agree(&op, &input, seed);
+        let kernel = compile(&op, &input).unwrap();
+        let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
+        let want = relayout_reference::reference(&op, &input, &src).unwrap();
+        let mut got = random_bytes(want.len(), seed ^ 5);
+        kernel.run_threaded(&src, &mut got, 3).unwrap();
+        prop_assert_eq!(got, want, "run_threaded: {:?} on {}", op, input);
     }
 }
 

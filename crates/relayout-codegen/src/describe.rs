@@ -33,6 +33,32 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         return Some("nothing: an empty loop".into());
     }
     let dtype = k.dst.dtype;
+    if let Ok(Some(runs)) = crate::function::helper_kernel(k) {
+        match runs.get(index) {
+            Some(crate::HelperRuns::Sum(sums)) => {
+                let terms = sums.terms(stmt).len();
+                return Some(format!(
+                    "sums{} of {terms} contribution{} per {} element, eight at a time in f32, \
+                     each addition rounded to {}, by the JIT's sum helper over the loop nest \
+                     (CLIF has no half-precision arithmetic: the code below, for object files, \
+                     adds one element per helper call); every statement of the kernel runs in \
+                     a helper, so the JIT compiles no code",
+                    if sums.from_zero { " from +0.0" } else { "" },
+                    if terms == 1 { "" } else { "s" },
+                    dtype.name(),
+                    dtype.name()
+                ));
+            }
+            Some(crate::HelperRuns::Clear) => {
+                return Some(format!(
+                    "zeroes of runs of {bytes} bytes with ordinary stores (kept in cache for the \
+                     sums that follow), by a helper of the JIT over the loop nest; every statement \
+                     of the kernel runs in a helper, so the JIT compiles no code"
+                ));
+            }
+            _ => {}
+        }
+    }
     if let Some(split) = crate::sum::reduction_split(stmt) {
         let terms = crate::sum::terms(&stmt.loops[split..]).map_or(0, |t| t.len());
         if let Some(row) = crate::phases::row(stmt, split, dtype) {
@@ -82,8 +108,8 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
             _ => format!("16-byte vector adds over runs of {bytes} bytes"),
         });
     }
-    if let Ok(Some(runs)) = crate::function::streamed_kernel(k) {
-        if let Some(crate::StreamedRuns::EveryOther(rows)) = runs.get(index) {
+    if let Ok(Some(runs)) = crate::function::helper_kernel(k) {
+        if let Some(crate::HelperRuns::EveryOther(rows)) = runs.get(index) {
             let ahead = match rows.prefetch_rows(stmt) {
                 Some(ahead) => format!(", the source prefetched {ahead} rows ahead"),
                 None => String::new(),
@@ -97,7 +123,7 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                 count = rows.count
             ));
         }
-        if let Some(crate::StreamedRuns::Transpose(blocks)) = runs.get(index) {
+        if let Some(crate::HelperRuns::Transpose(blocks)) = runs.get(index) {
             return Some(format!(
                 "{n}x{n} register transposes of {bytes}-byte elements ({n} source rows {} bytes \
                  apart, {n} destination rows {} bytes apart) with streaming (non-temporal) \
@@ -111,7 +137,7 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         }
     }
     if streams(k, index) {
-        let without_code = matches!(crate::function::streamed_kernel(k), Ok(Some(_)));
+        let without_code = matches!(crate::function::helper_kernel(k), Ok(Some(_)));
         let ahead = match copy::prefetch_runs(bytes, stmt.trip_count()) {
             Some(ahead) if stmt.action == LoopAction::Copy => {
                 format!(" (the source prefetched {ahead} runs ahead)")

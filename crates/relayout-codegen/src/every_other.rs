@@ -13,7 +13,7 @@
 //! the source prefetched 4 KiB ahead, and 1.7-2.9 ms with streaming stores as well (interleaved
 //! runs on the 2-core reference machine). So a statement of this form, in a kernel whose output
 //! has at least [`STREAM_MIN_DST`] bytes, is run by `relayout_jit`'s gather helper when every
-//! statement of its kernel is a helper call (see [`crate::streamed_kernel`]); elsewhere the
+//! statement of its kernel is a helper call (see [`crate::helper_kernel`]); elsewhere the
 //! generated shuffle blocks serve it.
 //!
 //! The form: a copy of 1-, 2-, 4- or 8-byte runs (elements) whose innermost loop G reads every

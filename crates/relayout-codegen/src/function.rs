@@ -7,7 +7,7 @@ use crate::loops::{Count, Emitter, IndexLoop};
 use crate::mem::Addr;
 use crate::phases;
 use crate::shuffle;
-use crate::sum;
+use crate::sum::{self, SumRuns};
 use crate::transpose::TransposeBlocks;
 use crate::{CodegenError, Helper, Imports};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -566,52 +566,75 @@ fn check_stmt(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<(), 
     Ok(())
 }
 
-/// Which streaming helper writes the runs of a statement whose whole nest is one helper call.
+/// Which precompiled helper of the JIT runs a statement's whole nest, in a kernel that needs
+/// no generated code (see [`helper_kernel`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamedRuns {
-    /// [`Helper::StreamCopy`]: the runs are copied from the source.
+pub enum HelperRuns {
+    /// [`Helper::StreamCopy`]: the runs are copied from the source with streaming stores.
     Copy,
-    /// [`Helper::StreamZero`]: the runs are zeroed.
+    /// [`Helper::StreamZero`]: the runs are zeroed with streaming stores.
     Zero,
+    /// The runs are zeroed with ordinary stores, which keep them in the caches for the sums
+    /// that follow (a Col2Im's output plane, before contributions are added onto it).
+    Clear,
     /// Register transposes of 4- or 8-byte elements with streaming stores (see
     /// [`TransposeBlocks`]), by the JIT's transpose helper; generated code has no call of it.
     Transpose(TransposeBlocks),
     /// Rows gathered from every other source element, with streaming stores (see
     /// [`EveryOther`]), by the JIT's gather helper; generated code has no call of it.
     EveryOther(EveryOther),
+    /// Sums of f16 or bf16 contributions (see [`SumRuns`]), by the JIT's sum helper, eight
+    /// elements at a time, with the same additions in the same order as generated code.
+    Sum(SumRuns),
 }
 
-/// For a kernel none of whose statements is in a band: `Some` when every statement's whole
-/// nest is one call of a streaming helper (a copy, or a fill of zeros, whose runs stream, see
-/// [`copy::streams`], a transpose of 4- or 8-byte elements, see [`TransposeBlocks`], or rows
-/// of every other source element, see [`EveryOther`]), with the helper of each; `None` when
-/// some statement needs code of its own. The statement checks of [`translate_kernel_fn`]
-/// apply, so such a kernel may be run by calling the helpers directly, with the same result
-/// as its generated function.
-pub fn streamed_kernel(kernel: &LoopKernel) -> Result<Option<Vec<StreamedRuns>>, CodegenError> {
-    if !kernel.bands.is_empty() {
-        return Ok(None);
-    }
+/// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of
+/// the JIT, with the helper of each; `None` when some statement needs code of its own. The
+/// helpers: copies and fills of zeros whose runs stream (see [`copy::streams`]; in a band,
+/// only when every member streams, as in generated code), sums of f16 and bf16 contributions
+/// (see [`SumRuns`]) and the fills of zeros in a kernel of such sums, and, outside bands,
+/// transposes of 4- or 8-byte elements (see [`TransposeBlocks`]) and rows of every other
+/// source element (see [`EveryOther`]). A band's shared loops are run by the JIT around its
+/// members' helpers. The statement checks of [`translate_kernel_fn`] apply, so such a kernel
+/// may be run by calling the helpers directly, with the same result as its generated
+/// function; Cranelift's fixed cost and its register allocation, most of a compile, are not
+/// paid.
+pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, CodegenError> {
     let mut runs = Vec::with_capacity(kernel.stmts.len());
     for (index, stmt) in kernel.stmts.iter().enumerate() {
         check_stmt(kernel, index, stmt)?;
-        if let Some(blocks) = transposed_in(kernel, stmt) {
-            runs.push(StreamedRuns::Transpose(blocks));
-            continue;
+        let band = kernel.bands.iter().find(|b| b.members().contains(&index));
+        if band.is_none() {
+            if let Some(blocks) = transposed_in(kernel, stmt) {
+                runs.push(HelperRuns::Transpose(blocks));
+                continue;
+            }
+            if let Some(rows) = gathered_in(kernel, stmt) {
+                runs.push(HelperRuns::EveryOther(rows));
+                continue;
+            }
         }
-        if let Some(rows) = gathered_in(kernel, stmt) {
-            runs.push(StreamedRuns::EveryOther(rows));
-            continue;
-        }
-        // `Body::new`'s choice of mover, for a statement alone.
+        let dtype = kernel.dtype();
         let helper = match stmt.action {
-            LoopAction::Copy => StreamedRuns::Copy,
-            LoopAction::Fill { value } if value.is_zero() => StreamedRuns::Zero,
+            LoopAction::Accumulate | LoopAction::Sum => match SumRuns::of(stmt, dtype) {
+                Some(sums) => HelperRuns::Sum(sums),
+                None => return Ok(None),
+            },
+            // `Body::new`'s choice of mover.
+            _ if streams_in(kernel, index, stmt)? => match stmt.action {
+                LoopAction::Copy => HelperRuns::Copy,
+                LoopAction::Fill { value } if value.is_zero() => HelperRuns::Zero,
+                _ => return Ok(None),
+            },
+            // The planes that a kernel's sums add onto (if its sums have no helper, the kernel
+            // has none either).
+            LoopAction::Fill { value }
+                if value.is_zero() && kernel.stmts.iter().any(|s| s.action.is_accumulate()) =>
+            {
+                HelperRuns::Clear
+            }
             _ => return Ok(None),
         };
-        if !streams_in(kernel, index, stmt)? {
-            return Ok(None);
-        }
         runs.push(helper);
     }
     Ok(Some(runs))

@@ -62,11 +62,12 @@ pub use describe::describe;
 pub use error::CodegenError;
 pub use every_other::EveryOther;
 pub use function::{
-    build_function, kernel_signature, stmt_signature, streamed_kernel, translate_kernel_fn,
-    translate_stmt, translate_variants_fn, StreamedRuns, RUN_ALL,
+    build_function, helper_kernel, kernel_signature, stmt_signature, translate_kernel_fn,
+    translate_stmt, translate_variants_fn, HelperRuns, RUN_ALL,
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
+pub use sum::{HalfFloat, SumRuns};
 pub use transpose::TransposeBlocks;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};

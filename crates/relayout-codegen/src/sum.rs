@@ -28,7 +28,7 @@ use crate::mem::{load, store, Addr};
 use crate::CodegenError;
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
-use relayout_ir::{Loop, LoopAction, LoopStmt};
+use relayout_ir::{DType, Loop, LoopAction, LoopStmt};
 
 /// Reduction loops with more points than this are left to the ordinary accumulate path.
 pub(crate) const MAX_TERMS: u64 = relayout_ir::MAX_SUM_TERMS;
@@ -247,5 +247,68 @@ pub(crate) fn zeros(b: &mut FunctionBuilder, ty: Type) -> Value {
         types::F32 => b.ins().f32const(0.0),
         types::F64 => b.ins().f64const(0.0),
         _ => b.ins().iconst(ty, 0),
+    }
+}
+
+/// The half-precision element types, whose sums the JIT's precompiled sum helper makes
+/// ([`SumRuns`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HalfFloat {
+    /// float16.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl HalfFloat {
+    /// `dtype` when it is f16 or bf16.
+    pub fn of(dtype: DType) -> Option<HalfFloat> {
+        match dtype {
+            DType::F16 => Some(HalfFloat::F16),
+            DType::BF16 => Some(HalfFloat::Bf16),
+            _ => None,
+        }
+    }
+}
+
+/// An accumulate of f16 or bf16 elements that the JIT's precompiled sum helper runs instead
+/// of generated code: CLIF has no half-precision arithmetic, so the generated code adds such
+/// elements one at a time through a helper call per element and term (a 3x3 Col2Im of
+/// 4x576x4096 f16 ran at 79 times memcpy's time), where the helper converts eight at a time
+/// to f32 and back, with the same additions in the same order. At every point of its loops
+/// outside the reduction loops, one run is summed over the points of the reduction loops (its
+/// terms; one term, at offset 0, when there are none), from +0.0 for a sum from zero
+/// (`LoopAction::Sum`), else onto the destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumRuns {
+    /// The loops outside the reduction loops: the nest of runs.
+    pub split: usize,
+    /// Whether the sums start from +0.0 (`LoopAction::Sum`), the destination never read.
+    pub from_zero: bool,
+    /// The element type.
+    pub dtype: HalfFloat,
+}
+
+impl SumRuns {
+    /// `stmt`'s sums over `dtype`, when the helper runs them: an accumulate of f16 or bf16
+    /// whose loops are not empty and whose reduction loops have at most [`MAX_TERMS`] points.
+    pub fn of(stmt: &LoopStmt, dtype: DType) -> Option<SumRuns> {
+        let dtype = HalfFloat::of(dtype)?;
+        if !stmt.action.is_accumulate() || stmt.loops.iter().any(|l| l.extent == 0) {
+            return None;
+        }
+        let split = stmt.loops.len() - stmt.reduction_loops();
+        let terms = terms(&stmt.loops[split..])?;
+        (terms.len() as u64 <= MAX_TERMS).then_some(SumRuns {
+            split,
+            from_zero: stmt.action == LoopAction::Sum,
+            dtype,
+        })
+    }
+
+    /// The terms of `stmt` (the statement these runs were made for): source byte offsets
+    /// relative to a run, in the order they are added.
+    pub fn terms(self, stmt: &LoopStmt) -> Vec<i64> {
+        terms(&stmt.loops[self.split..]).unwrap_or_default()
     }
 }

@@ -10,7 +10,7 @@
 //! 0.85-1.14x with streaming ones (memcpy streams at this size too). So a statement of this
 //! form, in a kernel whose output has at least [`STREAM_MIN_DST`] bytes, is run by
 //! `relayout_jit`'s transpose helper instead, and the kernel needs no generated code at all
-//! when every statement is a helper call (see [`crate::streamed_kernel`]).
+//! when every statement is a helper call (see [`crate::helper_kernel`]).
 //!
 //! The form: a copy of 4- or 8-byte runs (elements) with a loop X that reads consecutive
 //! elements (source stride: the element size) and a loop F that writes consecutive elements

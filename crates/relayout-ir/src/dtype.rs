@@ -131,8 +131,9 @@ impl DType {
 
     /// `acc += x` for one element of this type, on little-endian bytes. Integers wrap, floats
     /// round once per addition in their own precision (f16 and bf16 too: the sum of two is
-    /// computed exactly in f32 and rounded once, which is what a native f16 add does), complex
-    /// numbers add part by part, and bool is logical or (numpy's `+` on bool).
+    /// computed exactly in f32 and rounded once, which is what a native f16 add does, with
+    /// NaNs as [`half_sum`] says), complex numbers add part by part, and bool is logical or
+    /// (numpy's `+` on bool).
     ///
     /// Both slices must be exactly `self.size()` bytes long.
     pub fn add_assign(self, acc: &mut [u8], x: &[u8]) {
@@ -162,12 +163,12 @@ impl DType {
             DType::F16 => {
                 let a = half::f16::from_le_bytes(arr(acc)).to_f32();
                 let b = half::f16::from_le_bytes(arr(x)).to_f32();
-                acc.copy_from_slice(&half::f16::from_f32(a + b).to_le_bytes());
+                acc.copy_from_slice(&half::f16::from_f32(half_sum(a, b)).to_le_bytes());
             }
             DType::BF16 => {
                 let a = half::bf16::from_le_bytes(arr(acc)).to_f32();
                 let b = half::bf16::from_le_bytes(arr(x)).to_f32();
-                acc.copy_from_slice(&half::bf16::from_f32(a + b).to_le_bytes());
+                acc.copy_from_slice(&half::bf16::from_f32(half_sum(a, b)).to_le_bytes());
             }
             DType::C64 => {
                 DType::F32.add_assign(&mut acc[..4], &x[..4]);
@@ -178,6 +179,24 @@ impl DType {
                 DType::F64.add_assign(&mut acc[8..], &x[8..]);
             }
         }
+    }
+}
+
+/// `a + b` for the sum of two f16 or bf16 values widened to f32 (exact: the caller rounds it
+/// once to the element type), with a NaN result defined: when `a` is a NaN, `a`, else when
+/// `b` is one, `b` (x86's rule for its additions, which return their first operand when it is
+/// a NaN). An f32 addition leaves open which of two NaN operands it returns, and compilers
+/// swap the operands of an addition freely, so without this the interpreter, the JIT's
+/// helpers and the vectorised sums could disagree on the bits of a NaN (and, where runs
+/// overlap at odd offsets, on the bytes around it).
+#[inline]
+pub fn half_sum(a: f32, b: f32) -> f32 {
+    if a.is_nan() {
+        a
+    } else if b.is_nan() {
+        b
+    } else {
+        a + b
     }
 }
 

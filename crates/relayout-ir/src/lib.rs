@@ -43,7 +43,7 @@ pub mod verify;
 
 pub use affine::{AffineExpr, Interval};
 pub use any::AnyKernel;
-pub use dtype::DType;
+pub use dtype::{half_sum, DType};
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
 pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit, MAX_SUM_TERMS};

@@ -1,34 +1,38 @@
 //! The Rust functions that generated code calls (see `relayout_codegen::Helper`). They are
 //! registered with the JIT under their symbol names in `module.rs`. Two more,
 //! `relayout_stream_transpose_nest` and `relayout_stream_every_other_nest`, are called only by
-//! the JIT itself (`streamed.rs`), so they are not `Helper`s and have no symbols.
+//! the JIT itself (`helper_kernel.rs`), so they are not `Helper`s and have no symbols; nor are
+//! the sums of `helpers/sum.rs`, which the JIT runs for kernels without generated code.
 
 use half::{bf16, f16};
 use relayout_codegen::Helper;
+use relayout_ir::half_sum;
 
 // Prefetching is x86-64 only: elsewhere the streaming helpers are plain copies.
 #[cfg(target_arch = "x86_64")]
 mod ahead;
 mod every_other;
 mod stream;
+mod sum;
 
 pub use every_other::relayout_stream_every_other_nest;
 pub use stream::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,
 };
+pub(crate) use sum::{sum_nest, zero_nest, SumNest};
 
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
 /// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.
 pub extern "C" fn relayout_f16_add(acc: u32, x: u32) -> u32 {
-    let sum = f16::from_bits(acc as u16).to_f32() + f16::from_bits(x as u16).to_f32();
-    u32::from(f16::from_f32(sum).to_bits())
+    let (a, b) = (f16::from_bits(acc as u16), f16::from_bits(x as u16));
+    u32::from(f16::from_f32(half_sum(a.to_f32(), b.to_f32())).to_bits())
 }
 
 /// `acc + x` in bf16, rounded once, as `DType::BF16.add_assign` does.
 pub extern "C" fn relayout_bf16_add(acc: u32, x: u32) -> u32 {
-    let sum = bf16::from_bits(acc as u16).to_f32() + bf16::from_bits(x as u16).to_f32();
-    u32::from(bf16::from_f32(sum).to_bits())
+    let (a, b) = (bf16::from_bits(acc as u16), bf16::from_bits(x as u16));
+    u32::from(bf16::from_f32(half_sum(a.to_f32(), b.to_f32())).to_bits())
 }
 
 /// The address of each helper, for the JIT's symbol table.

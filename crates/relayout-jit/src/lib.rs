@@ -55,12 +55,12 @@ mod aot;
 mod cranelift_timing;
 mod element;
 mod error;
+mod helper_kernel;
 mod helpers;
 mod isa;
 mod kernel;
 mod listing;
 mod module;
-mod streamed;
 mod threads;
 
 #[cfg(test)]

@@ -16,10 +16,10 @@
 //!    generated code clamps `end` to the extent of the entry it runs (and runs no entry out
 //!    of range).
 //! 4. The code does what the loop IR says. That is relayout-codegen's job, checked by the
-//!    execution tests against the interpreter. A kernel whose every statement streams its
-//!    whole nest through one helper call runs without generated code: the JIT makes those
-//!    calls itself with the statement's loops and offsets (`streamed.rs`), under the same
-//!    contract as an entry of the kernel function.
+//!    execution tests against the interpreter. A kernel whose every statement has its whole
+//!    nest run by one of the JIT's precompiled helpers runs without generated code: the JIT
+//!    calls them itself with the statements' loops and offsets, around a band's shared loops
+//!    (`helper_kernel.rs`), under the same contract as an entry of the kernel function.
 //!
 //! The source is only read and the destination is borrowed mutably for the whole run, so no
 //! Rust code observes the destination while machine code writes it, and the two cannot
@@ -36,7 +36,7 @@
 //! running then, because every call borrows the `JitCode`.
 
 use crate::error::{Operand, RunError};
-use crate::streamed::{self, StreamedStmt};
+use crate::helper_kernel::HelperKernel;
 use crate::{cranelift_timing, helpers, isa, threads, Element, JitError, StmtSplit};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
@@ -138,10 +138,11 @@ enum Callee {
 }
 
 /// The kernel's main entries: its compiled function, or, for a kernel whose every statement
-/// is one streaming-helper call, those calls made without generated code (`streamed.rs`).
+/// has its nest run by a precompiled helper, those helpers called without generated code
+/// (`helper_kernel.rs`).
 enum Main {
     Code(Box<Linked>),
-    Streamed(Vec<StreamedStmt>),
+    Helpers(HelperKernel),
 }
 
 /// How one unit of the schedule runs: the entry of the kernel function that runs it whole, and
@@ -484,12 +485,11 @@ impl JitCode {
             .filter(|&(index, _)| !in_band(index))
             .filter_map(|(index, stmt)| Some((index, wide_variant(stmt)?)))
             .collect();
-        let main = match relayout_codegen::streamed_kernel(kernel)? {
+        let main = match relayout_codegen::helper_kernel(kernel)? {
             Some(runs) => {
-                let stmts = kernel.stmts.iter().zip(runs);
-                let streamed = stmts.map(|(s, r)| StreamedStmt::new(s, r)).collect();
-                lap(&mut timings, &mut clock, "streams", &[]);
-                Main::Streamed(streamed)
+                let helpers = HelperKernel::new(kernel, &runs);
+                lap(&mut timings, &mut clock, "helpers", &[]);
+                Main::Helpers(helpers)
             }
             None => {
                 let linked = link(kernel, &[], true, &mut |stage, parts| {
@@ -751,8 +751,8 @@ impl JitCode {
             match (callee, &self.main) {
                 (Callee::Code(func), _) => func(src, dst, entry, start, end),
                 (Callee::Main, Main::Code(linked)) => (linked.entry)(src, dst, entry, start, end),
-                (Callee::Main, Main::Streamed(stmts)) => {
-                    streamed::run_entry(stmts, src, dst, entry, start, end)
+                (Callee::Main, Main::Helpers(helpers)) => {
+                    helpers.run_entry(src, dst, entry, start, end)
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Rows of every other source element, gathered by 16-byte shuffles and written with
 //! streaming stores while the source rows ahead are prefetched (see
 //! `relayout_codegen::EveryOther` for the form and the measurements). Called by the JIT for
-//! kernels that need no generated code (`streamed.rs`); generated code has no call of it.
+//! kernels that need no generated code (`helper_kernel.rs`); generated code has no call of it.
 
 use super::stream::{each_run, nest, StreamLoop};
 

@@ -3,7 +3,7 @@
 //!
 //! Generated code calls the copies and fills for the long runs of kernels with large outputs
 //! (see `relayout_codegen::streams`); the JIT itself calls them and the transposes for kernels
-//! that need no generated code (`streamed.rs`). Streaming stores skip the read of each destination line that
+//! that need no generated code (`helper_kernel.rs`). Streaming stores skip the read of each destination line that
 //! an ordinary store does first, and do not evict the working set from the caches. They are
 //! weakly ordered, so every function that calls them ends with `relayout_store_fence`.
 //!

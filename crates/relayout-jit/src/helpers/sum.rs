@@ -1,0 +1,608 @@
+//! Col2Im's sums of f16 and bf16 without generated code: precompiled loops over a statement's
+//! nest that add each run's contributions eight elements at a time.
+//!
+//! CLIF has no half-precision arithmetic, so generated code adds f16 and bf16 elements one
+//! at a time through a helper call per element and term (a 3x3 Col2Im of 4x576x4096 f16 ran
+//! at 79 times memcpy's time, bf16 at 35 times; f32 at 0.9). Here a statement
+//! `accumulate N bytes %dst[...] (= 0) + %src[...]` (`relayout_codegen::SumRuns`) is, at
+//! every point of its loops outside the reduction loops, one run of `N / 2` elements:
+//! `dst[j] = round(round(start + src[t0 + j]) + src[t1 + j]) ...` over the terms in loop order,
+//! where `start` is +0.0 for a sum from zero and `dst[j]` otherwise, and `round` rounds an
+//! f32 to the element type (to nearest, ties to even). The sum of two f16 or bf16 values is
+//! exact in f32, so each addition is the correctly rounded one of the element type, which is
+//! what the interpreter (`DType::add_assign`) and the generated code's helper do, bit for bit;
+//! the conversions are those of the `half` crate (F16C's for f16 where the processor has it,
+//! as `half` itself uses).
+//!
+//! Eight elements (one 16-byte vector of the destination) are summed at a time, in f32, up
+//! to four such vectors side by side; a run that is not a whole number of vectors ends with
+//! a vector overlapping the one before it, and the two are summed together from the
+//! destination as it was before either is stored, so the elements they share get the same
+//! sums twice, never a sum on top of a stored sum. Runs shorter than a vector are summed
+//! element by element.
+//!
+//! Each instance is compiled for one element type and, for the counts Col2Im's kernels have
+//! (3x3 and 3x3x3 kernels' rows, edges and corners), one number of terms, so that the terms'
+//! offsets stay in registers; other counts loop over the terms.
+
+use super::stream::{each_run, StreamLoop};
+use half::f16;
+use relayout_ir::half_sum;
+
+/// Elements of a vector: 16 bytes of 2-byte elements.
+const LANES: usize = 8;
+
+/// A half-precision element type: its conversions to and from f32, one element or a vector
+/// of [`LANES`] at a time, exactly as the `half` crate converts.
+trait Half {
+    /// # Safety
+    /// `p` is valid for reading 2 bytes.
+    unsafe fn load(p: *const u8) -> f32;
+    /// # Safety
+    /// `p` is valid for writing 2 bytes.
+    unsafe fn store(p: *mut u8, x: f32);
+    /// `x` rounded to the element type, as an f32.
+    fn round(x: f32) -> f32;
+
+    /// # Safety
+    /// `p` is valid for reading 16 bytes; the processor has the instance's target features.
+    #[inline(always)]
+    unsafe fn load_vector(p: *const u8) -> [f32; LANES] {
+        // SAFETY: the caller's contract.
+        std::array::from_fn(|l| unsafe { Self::load(p.wrapping_add(2 * l)) })
+    }
+
+    /// # Safety
+    /// `p` is valid for writing 16 bytes; the processor has the instance's target features.
+    #[inline(always)]
+    unsafe fn store_vector(p: *mut u8, v: [f32; LANES]) {
+        for (l, &x) in v.iter().enumerate() {
+            // SAFETY: the caller's contract.
+            unsafe { Self::store(p.wrapping_add(2 * l), x) };
+        }
+    }
+
+    /// # Safety
+    /// The processor has the instance's target features.
+    #[inline(always)]
+    unsafe fn round_vector(v: [f32; LANES]) -> [f32; LANES] {
+        v.map(Self::round)
+    }
+}
+
+/// f16 through the `half` crate, one element at a time.
+struct F16;
+
+impl Half for F16 {
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> f32 {
+        // SAFETY: the caller's contract.
+        f16::from_bits(unsafe { p.cast::<u16>().read_unaligned() }).to_f32()
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, x: f32) {
+        // SAFETY: the caller's contract.
+        unsafe { p.cast::<u16>().write_unaligned(f16::from_f32(x).to_bits()) }
+    }
+    #[inline(always)]
+    fn round(x: f32) -> f32 {
+        f16::from_f32(x).to_f32()
+    }
+}
+
+/// f16 with F16C's vector conversions (the instructions `half` uses for one element).
+#[cfg(target_arch = "x86_64")]
+struct F16c;
+
+#[cfg(target_arch = "x86_64")]
+impl Half for F16c {
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> f32 {
+        // SAFETY: the caller's contract.
+        unsafe { F16::load(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, x: f32) {
+        // SAFETY: the caller's contract.
+        unsafe { F16::store(p, x) }
+    }
+    #[inline(always)]
+    fn round(x: f32) -> f32 {
+        F16::round(x)
+    }
+
+    #[inline(always)]
+    unsafe fn load_vector(p: *const u8) -> [f32; LANES] {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's contract (F16C and AVX, 16 readable bytes).
+        unsafe {
+            let h = _mm_loadu_si128(p.cast());
+            std::mem::transmute::<__m256, [f32; LANES]>(_mm256_cvtph_ps(h))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store_vector(p: *mut u8, v: [f32; LANES]) {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's contract (F16C and AVX, 16 writable bytes).
+        unsafe {
+            let x = std::mem::transmute::<[f32; LANES], __m256>(v);
+            _mm_storeu_si128(p.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn round_vector(v: [f32; LANES]) -> [f32; LANES] {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's contract (F16C and AVX).
+        unsafe {
+            let x = std::mem::transmute::<[f32; LANES], __m256>(v);
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+            std::mem::transmute::<__m256, [f32; LANES]>(_mm256_cvtph_ps(h))
+        }
+    }
+}
+
+/// bf16, with the `half` crate's rounding written without branches, so that eight at a time
+/// compile to vector instructions.
+struct Bf16;
+
+impl Bf16 {
+    /// `half`'s `bf16::from_f32`: rounded to nearest, ties to even; a NaN keeps its high
+    /// bits and is quieted.
+    #[inline(always)]
+    fn narrow(x: f32) -> u16 {
+        let x = x.to_bits();
+        let nan = x & 0x7fff_ffff > 0x7f80_0000;
+        let up = u32::from(x & 0x8000 != 0 && x & 0x1_7fff != 0);
+        if nan {
+            ((x >> 16) | 0x40) as u16
+        } else {
+            ((x >> 16) + up) as u16
+        }
+    }
+}
+
+impl Half for Bf16 {
+    #[inline(always)]
+    /// The bits shifted up, without `half`'s quieting of a NaN: every loaded value goes into an
+    /// addition, which quiets a NaN operand and returns the same NaN either way (x86's
+    /// `addss`/`addps` return the first operand when it is a NaN, else the second, quieted),
+    /// so the sums are `half`'s bit for bit (the tests compare NaN inputs too).
+    unsafe fn load(p: *const u8) -> f32 {
+        // SAFETY: the caller's contract.
+        f32::from_bits(u32::from(unsafe { p.cast::<u16>().read_unaligned() }) << 16)
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, x: f32) {
+        // SAFETY: the caller's contract.
+        unsafe { p.cast::<u16>().write_unaligned(Bf16::narrow(x)) }
+    }
+    /// `widen(narrow(x))` without going through 16 bits: for a NaN its high half quieted,
+    /// else the high half rounded to nearest, ties to even (never a carry out of the top:
+    /// the largest finite values round to infinity, and NaNs take the other branch).
+    #[inline(always)]
+    fn round(x: f32) -> f32 {
+        let b = x.to_bits();
+        let up = u32::from(b & 0x8000 != 0 && b & 0x1_7fff != 0);
+        let bits = if b & 0x7fff_ffff > 0x7f80_0000 {
+            (b | 0x0040_0000) & 0xffff_0000
+        } else {
+            ((b >> 16) + up) << 16
+        };
+        f32::from_bits(bits)
+    }
+}
+
+/// The source offsets of a run's terms, relative to the run: a fixed number of them, passed
+/// by value (a local copy, which the compiler keeps in registers across the run's stores:
+/// through a reference it would reload them after every store, which might have changed
+/// them), or any number.
+trait Terms: Copy {
+    fn offsets(&self) -> &[isize];
+}
+
+impl<const K: usize> Terms for [isize; K] {
+    #[inline(always)]
+    fn offsets(&self) -> &[isize] {
+        self
+    }
+}
+
+impl Terms for &[isize] {
+    #[inline(always)]
+    fn offsets(&self) -> &[isize] {
+        self
+    }
+}
+
+/// Sums the vectors at element `at` of each of `N` positions of a run: all start from zero
+/// or the destination, every term is added to each, then all are stored.
+///
+/// # Safety
+/// Every vector read and written lies inside its buffer (the caller's run does), and the
+/// processor has `H`'s target features.
+#[inline(always)]
+unsafe fn vectors<H: Half, const N: usize, S: Terms, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    terms: S,
+    at: [usize; N],
+) {
+    let mut acc = [[0f32; LANES]; N];
+    if !Z {
+        for (a, &at) in acc.iter_mut().zip(&at) {
+            // SAFETY: the caller's contract.
+            *a = unsafe { H::load_vector(dst.add(2 * at)) };
+        }
+    }
+    for &t in terms.offsets() {
+        for (a, &at) in acc.iter_mut().zip(&at) {
+            // SAFETY: the caller's contract.
+            let x = unsafe { H::load_vector(src.offset(t).add(2 * at)) };
+            // `half_sum` lane by lane, written as two selects (which compile to vector
+            // compares and blends) rather than its branches.
+            let mut sum = [0f32; LANES];
+            for l in 0..LANES {
+                let added = a[l] + x[l];
+                let added = if x[l].is_nan() { x[l] } else { added };
+                sum[l] = if a[l].is_nan() { a[l] } else { added };
+            }
+            // SAFETY: the caller's contract.
+            *a = unsafe { H::round_vector(sum) };
+        }
+    }
+    for (a, &at) in acc.iter().zip(&at) {
+        // SAFETY: the caller's contract.
+        unsafe { H::store_vector(dst.add(2 * at), *a) };
+    }
+}
+
+/// Sums `n` elements of a run one at a time.
+///
+/// # Safety
+/// The run's elements at `dst` and at `src` plus every term lie inside their buffers.
+#[inline(always)]
+unsafe fn elements<H: Half, S: Terms, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: S,
+) {
+    for j in 0..n {
+        let d = dst.wrapping_add(2 * j);
+        // SAFETY (the loads and the store): element `j` of the run and of each term.
+        let mut acc = if Z { 0.0 } else { unsafe { H::load(d) } };
+        for &t in terms.offsets() {
+            let x = unsafe { H::load(src.wrapping_offset(t).wrapping_add(2 * j)) };
+            acc = H::round(half_sum(acc, x));
+        }
+        unsafe { H::store(d, acc) };
+    }
+}
+
+/// The vectors side by side: four independent chains of additions.
+const GROUP: usize = 4;
+
+/// Sums one run of `n` elements at `dst` from the terms at `src`.
+///
+/// # Safety
+/// The run's elements at `dst` and at `src` plus every term lie inside their buffers, which
+/// do not overlap; the processor has `H`'s target features.
+#[inline(always)]
+unsafe fn run<H: Half, S: Terms, const Z: bool>(dst: *mut u8, src: *const u8, n: usize, terms: S) {
+    if n < LANES {
+        // SAFETY: the caller's contract.
+        return unsafe { elements::<H, S, Z>(dst, src, n, terms) };
+    }
+    // Vector positions: the whole vectors, then one ending at the run's end when the run is
+    // not a whole number of them; summed in groups, the last group holding the last two (so
+    // that an overlapping vector is summed with the one it overlaps), a smaller group first
+    // when the count is not a multiple of the group's size.
+    let whole = n / LANES;
+    let count = whole + usize::from(n % LANES != 0);
+    let at = |k: usize| if k < whole { k * LANES } else { n - LANES };
+    let mut k = count % GROUP;
+    // SAFETY (every call): the vectors lie inside the run.
+    unsafe {
+        match k {
+            1 => vectors::<H, 1, S, Z>(dst, src, terms, [at(0)]),
+            2 => vectors::<H, 2, S, Z>(dst, src, terms, [at(0), at(1)]),
+            3 => vectors::<H, 3, S, Z>(dst, src, terms, [at(0), at(1), at(2)]),
+            _ => {}
+        }
+        while k < count {
+            let group = [at(k), at(k + 1), at(k + 2), at(k + 3)];
+            vectors::<H, GROUP, S, Z>(dst, src, terms, group);
+            k += GROUP;
+        }
+    }
+}
+
+/// A sum helper: sums the run of `elements` elements at every point of `loops` from `dst`
+/// and `src`, over the terms at `terms` (source byte offsets relative to the run, in loop
+/// order).
+///
+/// # Safety
+/// Every run and every term of every point lies inside its buffer (a verified kernel's nest,
+/// in buffers of the checked lengths), the buffers do not overlap, and no other thread writes
+/// the runs.
+pub(crate) type SumNest =
+    unsafe fn(dst: *mut u8, src: *const u8, elements: usize, terms: &[isize], loops: &[StreamLoop]);
+
+/// The body of every [`SumNest`] instance: `K` terms (`K = 0`: any number).
+///
+/// # Safety
+/// As [`SumNest`]; with `K > 0`, `terms` has `K` elements; the processor has `H`'s target
+/// features.
+#[inline(always)]
+unsafe fn nest<H: Half, const K: usize, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: &[isize],
+    loops: &[StreamLoop],
+) {
+    if K == 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { walk(dst, src, loops, Run::<H, &[isize], Z>::new(n, terms)) };
+    }
+    let Ok(&fixed) = <&[isize; K]>::try_from(terms) else {
+        return;
+    };
+    // SAFETY: the caller's contract.
+    unsafe { walk(dst, src, loops, Run::<H, [isize; K], Z>::new(n, fixed)) }
+}
+
+/// [`run`] with its length and terms: what [`walk`] calls at every point. A method marked
+/// `inline(always)` rather than a closure, so that it is inlined into the instances compiled
+/// with F16C or AVX2 and compiled with them (a closure is a function of its own, without the
+/// target features: its conversions would be calls).
+struct Run<H, S, const Z: bool> {
+    n: usize,
+    terms: S,
+    half: std::marker::PhantomData<H>,
+}
+
+impl<H: Half, S: Terms, const Z: bool> Run<H, S, Z> {
+    #[inline(always)]
+    fn new(n: usize, terms: S) -> Self {
+        Run {
+            n,
+            terms,
+            half: std::marker::PhantomData,
+        }
+    }
+
+    /// # Safety
+    /// As [`run`].
+    #[inline(always)]
+    unsafe fn at(&self, dst: *mut u8, src: *const u8) {
+        // SAFETY: the caller's contract.
+        unsafe { run::<H, S, Z>(dst, src, self.n, self.terms) }
+    }
+}
+
+/// The most loops [`walk`] runs around the innermost one itself; deeper nests (none of
+/// Col2Im's) go through `each_run`, with a call per run.
+const WALK_DEPTH: usize = 8;
+
+/// Calls `run.at(dst, src)` at every point of `loops`, as `each_run` does, but without
+/// recursion or closures, so that everything is inlined into the instance that calls it.
+///
+/// # Safety
+/// `run.at`'s, for every point of `loops`.
+#[inline(always)]
+unsafe fn walk<H: Half, S: Terms, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    loops: &[StreamLoop],
+    run: Run<H, S, Z>,
+) {
+    let Some((inner, outer)) = loops.split_last() else {
+        // SAFETY: the caller's contract.
+        return unsafe { run.at(dst, src) };
+    };
+    if outer.len() > WALK_DEPTH {
+        // SAFETY: the caller's contract.
+        return each_run(dst, src, loops, &mut |d, s| unsafe { run.at(d, s) });
+    }
+    if outer.iter().any(|l| l.count == 0) {
+        return;
+    }
+    // `wrapping_offset` computes the address of an iteration (in bounds, by the callers'
+    // contract) without asserting it on the way.
+    let mut point = [0u64; WALK_DEPTH];
+    let (mut d, mut s) = (dst, src);
+    loop {
+        let (mut di, mut si) = (d, s);
+        for _ in 0..inner.count {
+            // SAFETY: the caller's contract.
+            unsafe { run.at(di, si) };
+            di = di.wrapping_offset(inner.dst_stride as isize);
+            si = si.wrapping_offset(inner.src_stride as isize);
+        }
+        // The next point of the outer loops, the innermost of them fastest.
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let l = &outer[k];
+            point[k] += 1;
+            d = d.wrapping_offset(l.dst_stride as isize);
+            s = s.wrapping_offset(l.src_stride as isize);
+            if point[k] < l.count {
+                break;
+            }
+            // Back to the loop's first iteration.
+            point[k] = 0;
+            let back = (l.count as i64).wrapping_neg();
+            d = d.wrapping_offset(back.wrapping_mul(l.dst_stride) as isize);
+            s = s.wrapping_offset(back.wrapping_mul(l.src_stride) as isize);
+        }
+    }
+}
+
+/// [`nest`] for f16 with F16C and AVX, as the instance that `sum_nest` picks when the processor
+/// has them.
+///
+/// # Safety
+/// As [`nest`]; the processor has F16C and AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,f16c")]
+unsafe fn nest_f16c<const K: usize, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: &[isize],
+    loops: &[StreamLoop],
+) {
+    // SAFETY: the caller's contract.
+    unsafe { nest::<F16c, K, Z>(dst, src, n, terms, loops) }
+}
+
+/// [`nest`] for f16 without F16C.
+///
+/// # Safety
+/// As [`nest`].
+unsafe fn nest_f16<const K: usize, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: &[isize],
+    loops: &[StreamLoop],
+) {
+    // SAFETY: the caller's contract.
+    unsafe { nest::<F16, K, Z>(dst, src, n, terms, loops) }
+}
+
+/// [`nest`] for bf16 with AVX2, whose 32-byte integer instructions convert eight elements at
+/// once.
+///
+/// # Safety
+/// As [`nest`]; the processor has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn nest_bf16_avx2<const K: usize, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: &[isize],
+    loops: &[StreamLoop],
+) {
+    // SAFETY: the caller's contract.
+    unsafe { nest::<Bf16, K, Z>(dst, src, n, terms, loops) }
+}
+
+/// [`nest`] for bf16.
+///
+/// # Safety
+/// As [`nest`].
+unsafe fn nest_bf16<const K: usize, const Z: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    terms: &[isize],
+    loops: &[StreamLoop],
+) {
+    // SAFETY: the caller's contract.
+    unsafe { nest::<Bf16, K, Z>(dst, src, n, terms, loops) }
+}
+
+/// The element types of the sums the helper makes (`relayout_codegen::SumRuns`).
+pub(crate) use relayout_codegen::HalfFloat;
+
+/// The helper for sums of `terms` terms of `dtype`, from zero (`from_zero`) or onto the
+/// destination: an instance for the processor's features and, for the counts of terms
+/// Col2Im's kernels have, one for the count.
+pub(crate) fn sum_nest(dtype: HalfFloat, terms: usize, from_zero: bool) -> SumNest {
+    macro_rules! instance {
+        ($nest:ident) => {
+            match (terms, from_zero) {
+                (1, true) => $nest::<1, true> as SumNest,
+                (2, true) => $nest::<2, true>,
+                (3, true) => $nest::<3, true>,
+                (4, true) => $nest::<4, true>,
+                (6, true) => $nest::<6, true>,
+                (9, true) => $nest::<9, true>,
+                (_, true) => $nest::<0, true>,
+                (1, false) => $nest::<1, false>,
+                (2, false) => $nest::<2, false>,
+                (3, false) => $nest::<3, false>,
+                (4, false) => $nest::<4, false>,
+                (6, false) => $nest::<6, false>,
+                (9, false) => $nest::<9, false>,
+                (_, false) => $nest::<0, false>,
+            }
+        };
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let has = |f: &str| match f {
+            "f16c" => std::arch::is_x86_feature_detected!("f16c"),
+            "avx" => std::arch::is_x86_feature_detected!("avx"),
+            _ => std::arch::is_x86_feature_detected!("avx2"),
+        };
+        match dtype {
+            HalfFloat::F16 if has("f16c") && has("avx") => return instance!(nest_f16c),
+            HalfFloat::Bf16 if has("avx2") => return instance!(nest_bf16_avx2),
+            _ => {}
+        }
+    }
+    match dtype {
+        HalfFloat::F16 => instance!(nest_f16),
+        HalfFloat::Bf16 => instance!(nest_bf16),
+    }
+}
+
+/// Zeroes the run of `bytes` bytes at every point of `loops` from `dst` with ordinary
+/// stores, which leave the lines in the caches: the planes that a band's sums then add onto.
+///
+/// # Safety
+/// Every run lies inside the destination buffer, and no other thread touches it.
+pub(crate) unsafe fn zero_nest(dst: *mut u8, bytes: usize, loops: &[StreamLoop]) {
+    each_run(dst, std::ptr::null(), loops, &mut |d, _| {
+        // SAFETY: the caller's contract, for this point's run.
+        unsafe { d.write_bytes(0, bytes) }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::bf16;
+
+    /// f32 values around every rounding boundary: the branch-free conversion is `half`'s, and
+    /// rounding in f32 is converting there and back.
+    #[test]
+    fn bf16_rounding_is_halfs() {
+        // Every high half with the low halves around the rounding bit (ties, just below and
+        // above, the ends), and a spread of others.
+        for hi in 0..=0xffffu32 {
+            for lo in [
+                0,
+                1,
+                0x7fff,
+                0x8000,
+                0x8001,
+                0xbfff,
+                0xffff,
+                hi.wrapping_mul(0x9e37) & 0xffff,
+            ] {
+                let f = f32::from_bits(hi << 16 | lo);
+                assert_eq!(
+                    Bf16::narrow(f),
+                    bf16::from_f32(f).to_bits(),
+                    "{hi:#x}{lo:04x}"
+                );
+                assert_eq!(
+                    Bf16::round(f).to_bits(),
+                    bf16::from_f32(f).to_f32().to_bits(),
+                    "{hi:#x}{lo:04x}"
+                );
+            }
+        }
+    }
+}
