@@ -381,6 +381,24 @@ mod tests {
         );
     }
 
+    /// A row-major offset of a linear index unravelled into a shape whose dims do not nest
+    /// with the index's own (`tensor<5x6>` read as `tensor<2x3x5>`): its digits fold back
+    /// into the index (`Sum::recombine`), checked against brute force.
+    #[test]
+    fn unravelled_offsets_fold_back() {
+        let x = || d(0) * 6 + d(1);
+        let offset = x().floor_div(15) * 15 + x().floor_div(5).modulo(3) * 5 + x().modulo(5);
+        assert_eq!(simp(offset, &[(0, 5), (0, 6)]), "d0 * 6 + d1");
+        // The same with the index's digits split off first, as split-dims leaves them (the
+        // rule fires inside a scaled sum too).
+        let x = || d(1) * 7 + d(2);
+        let offset = d(0) * 84 + x().floor_div(3) * 12 + x().modulo(3) * 4;
+        assert_eq!(
+            simp(offset, &[(0, 2), (0, 3), (0, 7)]),
+            "d0 * 84 + d1 * 28 + d2 * 4"
+        );
+    }
+
     #[test]
     fn multiples_and_gcd() {
         assert_eq!(simp((d(0) * 8).floor_div(4), &[(0, 5)]), "d0 * 2");

@@ -200,10 +200,15 @@ impl Sum {
         )
     }
 
-    /// Folds `c * k * (e floordiv k) + c * (e mod k)` into `c * e`.
+    /// Folds `c * k * (e floordiv k) + c * (e mod k)` into `c * e`, and the digits of a
+    /// mixed radix, `c * n * (x floordiv (k * n)) + c * ((x floordiv k) mod n)`, into
+    /// `c * (x floordiv k)`.
     ///
     /// Reason: `k * (e floordiv k) + e mod k == e` for every integer `e` and `k > 0` (the
-    /// definition of floored division). No precondition; on overflow the sum is kept.
+    /// definition of floored division); the second is the first for `e = x floordiv k`,
+    /// whose `floordiv n` the simplifier writes as `x floordiv (k * n)` (equal for `k, n > 0`).
+    /// No precondition; on overflow the sum is kept. Together they fold a row-major offset
+    /// `sum(stride_j * ((x floordiv stride_j) mod n_j))` back into `x`.
     pub fn recombine(self) -> Sum {
         let mut sum = self;
         // Each fold removes two atoms, so this terminates.
@@ -216,11 +221,19 @@ impl Sum {
     fn recombine_once(&self) -> Option<Sum> {
         for (atom, c) in &self.terms {
             let Atom::Mod(e, k) = atom else { continue };
-            let div = Atom::FloorDiv(e.clone(), *k);
             let want = c.checked_mul(*k)?;
-            if self.terms.iter().any(|(a, c2)| *a == div && *c2 == want) {
-                let (_, rest) = self.partition(|a, _| *a == div || a == atom);
-                return rest.add(e.scale(*c)?);
+            let mut divs = vec![Atom::FloorDiv(e.clone(), *k)];
+            // `e = x floordiv j`: its `floordiv k` is written `x floordiv (j * k)`.
+            if let Some((Atom::FloorDiv(x, j), 1)) = e.as_single_term() {
+                if let Some(jk) = j.checked_mul(*k) {
+                    divs.push(Atom::FloorDiv(x.clone(), jk));
+                }
+            }
+            for div in divs {
+                if self.terms.iter().any(|(a, c2)| *a == div && *c2 == want) {
+                    let (_, rest) = self.partition(|a, _| *a == div || a == atom);
+                    return rest.add(e.scale(*c)?);
+                }
             }
         }
         None

@@ -12,13 +12,17 @@
 //! access that leaves its tensor can give [`PassError::OutOfBounds`].
 //!
 //! What it does not do: simplify, reorder or merge loops (`coalesce` and `interchange` do
-//! that), or express a guard or a `floordiv`/`mod`: a statement with either is an error that
-//! names it (run `canonicalize`, `split-dims`, `split-guards` and `peel-dims` first).
+//! that), or express a guard or a `floordiv`/`mod` in a byte offset: a statement with a guard,
+//! or with an access whose byte offset keeps a `floordiv` or `mod` after simplification, is an
+//! error that names it (run `canonicalize`, `split-dims`, `split-guards` and `peel-dims`
+//! first). An access whose indices have `floordiv`/`mod` but whose byte offset, the weighted
+//! sum of its indices, folds into an affine sum is lowered from that sum (a Reshape between
+//! shapes that do not nest; see `flat_access`).
 
 use crate::pass::{expect_index, Pass};
 use crate::simplify::Simplifier;
 use crate::stmt::describe;
-use crate::sum::Atom;
+use crate::sum::{Atom, Sum};
 use crate::{Level, PassError};
 use relayout_ir::{
     Action, AffineExpr, AnyKernel, DimRange, Kernel, Loop, LoopAction, LoopKernel, LoopStmt, Stmt,
@@ -202,15 +206,13 @@ fn access(
         )));
     }
     let first_point: Vec<i64> = domain.iter().map(|r| r.lo).collect();
+    if map.iter().any(AffineExpr::has_div_or_mod) {
+        return flat_access(simp, map, weights, &first_point, what);
+    }
     let mut offset = Some(0i128);
     // `None` once a stride overflows even `i128`.
     let mut strides = vec![Some(0i128); domain.len()];
     for (e, &w) in map.iter().zip(weights) {
-        if e.has_div_or_mod() {
-            return Err(StmtError::Unsupported(format!(
-                "the {what} index `{e}` has a floordiv or mod, which the loop IR cannot express"
-            )));
-        }
         let sum = simp.sum_of(e).ok_or_else(|| {
             StmtError::Unsupported(format!("the {what} index `{e}` cannot be flattened"))
         })?;
@@ -248,4 +250,74 @@ fn access(
         })
         .collect::<Result<_, _>>()?;
     Ok((offset, strides))
+}
+
+/// [`access`] for a map with a `floordiv` or `mod`: the byte offset as one sum over the dims,
+/// `sum(weight_j * e_j)`, which the simplifier's rules may fold into an affine sum although
+/// no index is affine on its own. A Reshape whose shapes do not nest (`tensor<2xNx3>` as
+/// `tensor<6xN>`, N not a multiple of 3) reads `%src[d0, X floordiv 3, X mod 3]`: its offset
+/// `3N * d0 + 3 * (X floordiv 3) + (X mod 3)` is `3N * d0 + X` (`Sum::recombine`), the
+/// destination's own. An offset that keeps a `floordiv` or `mod` is an error, as before.
+///
+/// Every rule of the simplifier is an identity over the statement's domain, so the folded sum
+/// is the offset at every point; its value at the first point is computed from the indices as
+/// written, as in [`access`].
+fn flat_access(
+    simp: &Simplifier,
+    map: &[AffineExpr],
+    weights: &[i128],
+    first_point: &[i64],
+    what: &str,
+) -> Result<(i64, Vec<i64>), StmtError> {
+    let not_affine = |why: &str| {
+        StmtError::Unsupported(format!(
+            "the {what} map `{}` has a floordiv or mod {why}, which the loop IR cannot express",
+            map.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    };
+    let mut total = Sum::constant(0);
+    let mut offset = Some(0i128);
+    for (e, &w) in map.iter().zip(weights) {
+        let sum = simp
+            .sum_of(e)
+            .and_then(|s| s.scale_owned(i64::try_from(w).ok()?))
+            .ok_or_else(|| not_affine("that cannot be flattened"))?;
+        total = total
+            .add(sum)
+            .ok_or_else(|| not_affine("that cannot be flattened"))?;
+        let first = e.eval(first_point).ok_or_else(|| {
+            StmtError::OutOfBounds(format!(
+                "the {what} index `{e}` overflows i64 at the first point"
+            ))
+        })?;
+        offset = offset.and_then(|o| o.checked_add(i128::from(first).checked_mul(w)?));
+    }
+    let total = total.recombine();
+    let mut strides = vec![0i64; first_point.len()];
+    for (a, coef) in total.terms() {
+        let Atom::Dim(d) = a else {
+            return Err(not_affine("even in its byte offset"));
+        };
+        strides[*d] = *coef;
+    }
+    let offset = offset.and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
+        StmtError::OutOfBounds(format!(
+            "the {what} offset at the first point does not fit in i64"
+        ))
+    })?;
+    Ok((offset, strides))
+}
+
+/// Whether `linearize` lowers statement `s` of `k` as it is: it has no guard, and every
+/// access's byte offset is affine in its dims, even where an index has a `floordiv` or `mod`
+/// (see [`flat_access`]). `peel-dims` leaves such a statement whole.
+pub(crate) fn lowers_whole(k: &Kernel, s: &Stmt) -> bool {
+    let esize = k.dst.dtype.size();
+    let (Ok(src), Ok(dst)) = (Operand::new(&k.src, esize), Operand::new(&k.dst, esize)) else {
+        return false;
+    };
+    s.guard.is_empty() && lower_stmt(s, &src, &dst, esize).is_ok()
 }

@@ -5,7 +5,7 @@ mod coalesce;
 mod drop_unit_dims;
 mod fuse_nests;
 mod interchange;
-mod linearize;
+pub(crate) mod linearize;
 mod long_runs_first;
 mod output_stationary;
 mod pair_phases;
