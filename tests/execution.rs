@@ -634,6 +634,44 @@ proptest! {
     }
 }
 
+/// Stride-2 Col2Im of f16 and bf16 as the benchmark has it (4x4 blocks): `pair-phases` rows of
+/// every other element, which the JIT's sum helper sums eight elements of a phase at a time
+/// and interleaves; rows of both parities, long and short, odd widths, 2-D and 3-D.
+#[test]
+fn half_precision_stride2_col2im_rows_agree() {
+    let mut seed = 7;
+    for dtype in [DType::F16, DType::BF16] {
+        for image in [
+            vec![6i64, 40],
+            vec![5, 35],
+            vec![4, 18],
+            vec![4, 6],
+            vec![4, 6, 20],
+        ] {
+            let m = image.len();
+            let (block, strides, pads) = (vec![4i64; m], vec![2i64; m], vec![1i64; 2 * m]);
+            let blocks: i64 = image.iter().map(|&i| (i + 2 - 4) / 2 + 1).product();
+            let k: i64 = block.iter().product();
+            let op = Op::Col2Im {
+                image_shape: image,
+                block_shape: block,
+                dilations: vec![1; m],
+                pads,
+                strides,
+            };
+            let input = TensorType::new(dtype, [2, 2 * k as u64, blocks as u64]);
+            seed += 1;
+            check_all_agree(&op, &input, seed);
+            let kernel = compile(&op, &input).unwrap();
+            let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
+            let want = relayout_reference::reference(&op, &input, &src).unwrap();
+            let mut got = random_bytes(want.len(), seed ^ 5);
+            kernel.run_threaded(&src, &mut got, 3).unwrap();
+            assert_eq!(got, want, "run_threaded: {op:?} on {input}");
+        }
+    }
+}
+
 /// The benchmark's stride-2 Slice of the two last axes, small, for every element size.
 #[test]
 fn two_axis_stride2_slices_agree() {

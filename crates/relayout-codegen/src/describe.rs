@@ -37,12 +37,20 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
         match runs.get(index) {
             Some(crate::HelperRuns::Sum(sums)) => {
                 let terms = sums.terms(stmt).len();
+                let rows = match sums.row.map(|r| r.phase_src.is_some()) {
+                    Some(true) => {
+                        " in rows of every other element, the two phases' vectors \
+                                   interleaved"
+                    }
+                    Some(false) => " in rows of every other element, stored one by one",
+                    None => "",
+                };
                 return Some(format!(
-                    "sums{} of {terms} contribution{} per {} element, eight at a time in f32, \
-                     each addition rounded to {}, by the JIT's sum helper over the loop nest \
-                     (CLIF has no half-precision arithmetic: the code below, for object files, \
-                     adds one element per helper call); every statement of the kernel runs in \
-                     a helper, so the JIT compiles no code",
+                    "sums{} of {terms} contribution{} per {} element, eight at a time in \
+                     f32{rows}, each addition rounded to {}, by the JIT's sum helper over the \
+                     loop nest (CLIF has no half-precision arithmetic: the code below, for \
+                     object files, adds one element per helper call); every statement of the \
+                     kernel runs in a helper, so the JIT compiles no code",
                     if sums.from_zero { " from +0.0" } else { "" },
                     if terms == 1 { "" } else { "s" },
                     dtype.name(),

@@ -617,6 +617,16 @@ pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, Cod
         let dtype = kernel.dtype();
         let helper = match stmt.action {
             LoopAction::Accumulate | LoopAction::Sum => match SumRuns::of(stmt, dtype) {
+                // The JIT runs a band's shared loops itself: a row whose loops are among them
+                // is summed element by element.
+                Some(sums)
+                    if band.is_some_and(|b| {
+                        sums.row
+                            .is_some_and(|row| sums.split - row.loops() < b.depth)
+                    }) =>
+                {
+                    HelperRuns::Sum(SumRuns { row: None, ..sums })
+                }
                 Some(sums) => HelperRuns::Sum(sums),
                 None => return Ok(None),
             },

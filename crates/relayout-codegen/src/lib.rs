@@ -67,7 +67,7 @@ pub use function::{
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;
-pub use sum::{HalfFloat, SumRuns};
+pub use sum::{HalfFloat, SumRow, SumRuns};
 pub use transpose::TransposeBlocks;
 
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};

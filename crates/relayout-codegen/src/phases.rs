@@ -32,7 +32,7 @@ const INLINE_VECTORS: u64 = 4;
 
 /// A statement's row: how it is summed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Row {
+pub struct Row {
     /// Points of the row (elements per phase).
     pub count: u64,
     /// Source offset of the second phase from the first, when there are two phases.
@@ -56,12 +56,18 @@ impl Row {
 /// loop (two iterations, destination stride one element), with runs of one element and at
 /// least one loop outside the row: the row. The loop outside is required because the
 /// outermost loop is the one the schedule cuts into ranges. Not for f16 and bf16 (helper
-/// calls) nor complex numbers (an element is two lanes).
+/// calls; the JIT's sum helper sums their rows, see [`row_shape`]) nor complex numbers (an
+/// element is two lanes).
 pub(crate) fn row(stmt: &LoopStmt, split: usize, dtype: DType) -> Option<Row> {
     if matches!(dtype, DType::F16 | DType::BF16 | DType::C64 | DType::C128) {
         return None;
     }
-    let size = i64::try_from(dtype.size()).ok()?;
+    row_shape(stmt, split, dtype.size())
+}
+
+/// [`row`] for elements of `size` bytes, whatever their type.
+pub(crate) fn row_shape(stmt: &LoopStmt, split: usize, size: u64) -> Option<Row> {
+    let size = i64::try_from(size).ok()?;
     if stmt.action != LoopAction::Sum || i64::try_from(stmt.bytes).ok()? != size {
         return None;
     }

@@ -30,6 +30,9 @@ use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{DType, Loop, LoopAction, LoopStmt};
 
+/// A row of a sum from +0.0 over every other element (see [`SumRuns`]).
+pub use crate::phases::Row as SumRow;
+
 /// Reduction loops with more points than this are left to the ordinary accumulate path.
 pub(crate) const MAX_TERMS: u64 = relayout_ir::MAX_SUM_TERMS;
 /// Vectors summed side by side (one accumulator register each). Two rather than four: the
@@ -279,14 +282,21 @@ impl HalfFloat {
 /// outside the reduction loops, one run is summed over the points of the reduction loops (its
 /// terms; one term, at offset 0, when there are none), from +0.0 for a sum from zero
 /// (`LoopAction::Sum`), else onto the destination.
+///
+/// A sum from +0.0 of a stride-2 Col2Im, whose runs are single elements every other element
+/// apart (`pair-phases`' rows of one phase or two), is summed a row at a time (`row`): eight
+/// elements of each phase as vectors, the two phases interleaved into whole vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SumRuns {
-    /// The loops outside the reduction loops: the nest of runs.
+    /// The loops outside the reduction loops: the nest of runs (of rows, with `row`, whose
+    /// loops are the last [`SumRow::loops`] of these).
     pub split: usize,
     /// Whether the sums start from +0.0 (`LoopAction::Sum`), the destination never read.
     pub from_zero: bool,
     /// The element type.
     pub dtype: HalfFloat,
+    /// The row, when the runs are elements of rows of every other element.
+    pub row: Option<SumRow>,
 }
 
 impl SumRuns {
@@ -303,6 +313,7 @@ impl SumRuns {
             split,
             from_zero: stmt.action == LoopAction::Sum,
             dtype,
+            row: crate::phases::row_shape(stmt, split, 2),
         })
     }
 

@@ -19,8 +19,8 @@
 
 use crate::helpers::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_every_other_nest,
-    relayout_stream_transpose_nest, relayout_stream_zero_nest, sum_nest, zero_nest, StreamLoop,
-    SumNest,
+    relayout_stream_transpose_nest, relayout_stream_zero_nest, sum_nest, zero_nest, RowForm,
+    StreamLoop, SumNest, SumShape,
 };
 use relayout_codegen::{HelperRuns, RUN_ALL};
 use relayout_ir::{LoopKernel, LoopStmt, Unit};
@@ -35,8 +35,9 @@ pub(crate) struct HelperStmt {
     /// of its register blocks; for a gather of every other element, the nest of its rows; for
     /// sums, the loops outside the reduction loops).
     loops: Vec<StreamLoop>,
-    /// For sums: the helper, and the source offsets of a run's terms.
-    sum: Option<(SumNest, Vec<isize>)>,
+    /// For sums: the helper, the source offsets of a run's terms, and the row when the runs
+    /// are elements of rows of every other element (whose loops are then not in `loops`).
+    sum: Option<(SumNest, Vec<isize>, Option<RowForm>)>,
 }
 
 impl HelperStmt {
@@ -44,7 +45,10 @@ impl HelperStmt {
         let nest = match runs {
             HelperRuns::Transpose(blocks) => blocks.loops(stmt),
             HelperRuns::EveryOther(rows) => rows.loops(stmt),
-            HelperRuns::Sum(sums) => stmt.loops[..sums.split].to_vec(),
+            HelperRuns::Sum(sums) => {
+                let row_loops = sums.row.map_or(0, |r| r.loops());
+                stmt.loops[..sums.split - row_loops].to_vec()
+            }
             HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear => stmt.loops.clone(),
         };
         let reads_src = !matches!(runs, HelperRuns::Zero | HelperRuns::Clear);
@@ -65,7 +69,15 @@ impl HelperStmt {
                 HelperRuns::Sum(sums) => {
                     let terms: Vec<isize> =
                         sums.terms(stmt).into_iter().map(|t| t as isize).collect();
-                    Some((sum_nest(sums.dtype, terms.len(), sums.from_zero), terms))
+                    let row = sums.row.map(|r| RowForm {
+                        count: r.count as usize,
+                        phase_src: r.phase_src.map(|p| p as isize),
+                    });
+                    Some((
+                        sum_nest(sums.dtype, terms.len(), sums.from_zero),
+                        terms,
+                        row,
+                    ))
                 }
                 _ => None,
             },
@@ -137,8 +149,13 @@ impl HelperStmt {
                     relayout_stream_every_other_nest(dst, src, self.bytes, rows.count, nest, depth)
                 }
                 HelperRuns::Sum(_) => {
-                    if let Some((helper, terms)) = &self.sum {
-                        helper(dst, src, self.bytes as usize / 2, terms, loops)
+                    if let Some((helper, terms, row)) = &self.sum {
+                        let shape = SumShape {
+                            elements: self.bytes as usize / 2,
+                            terms,
+                            row: *row,
+                        };
+                        helper(dst, src, shape, loops)
                     }
                 }
             }
@@ -176,18 +193,23 @@ impl HelperUnit {
     /// The band of `members` over their `depth` outermost loops.
     fn band(depth: usize, members: Vec<HelperStmt>) -> HelperUnit {
         // The bytes one iteration of the innermost shared loop touches: each member's runs
-        // below the shared loops, once at the destination and once per term (or copy) at
-        // the source.
+        // (or rows) below the shared loops, once at the destination and once per term (or
+        // copy) at the source.
         let per_iteration = members.iter().fold(0u64, |sum, m| {
             let runs = m.loops[depth..]
                 .iter()
                 .fold(1u64, |n, l| n.saturating_mul(l.count));
-            let reads = match (&m.sum, m.runs) {
-                (Some((_, terms)), _) => terms.len() as u64,
-                (None, HelperRuns::Zero | HelperRuns::Clear) => 0,
-                (None, _) => 1,
+            let (reads, run_bytes) = match (&m.sum, m.runs) {
+                (Some((_, terms, row)), _) => {
+                    let row = row.map_or(1, |r| {
+                        (r.count as u64).saturating_mul(1 + u64::from(r.phase_src.is_some()))
+                    });
+                    (terms.len() as u64, m.bytes.saturating_mul(row))
+                }
+                (None, HelperRuns::Zero | HelperRuns::Clear) => (0, m.bytes),
+                (None, _) => (1, m.bytes),
             };
-            sum.saturating_add(runs.saturating_mul(m.bytes).saturating_mul(1 + reads))
+            sum.saturating_add(runs.saturating_mul(run_bytes).saturating_mul(1 + reads))
         });
         let chunk = (CHUNK_FOOTPRINT / per_iteration.max(1)).max(1);
         HelperUnit::Band {

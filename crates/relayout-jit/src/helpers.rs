@@ -20,7 +20,7 @@ pub use stream::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,
 };
-pub(crate) use sum::{sum_nest, zero_nest, SumNest};
+pub(crate) use sum::{sum_nest, zero_nest, RowForm, SumNest, SumShape};
 
 /// `acc + x` in f16, rounded once: the sum of two f16 values is exact in f32, so adding in
 /// f32 and rounding is what `DType::F16.add_assign` does, bit for bit.

@@ -38,35 +38,63 @@ trait Half {
     /// # Safety
     /// `p` is valid for reading 2 bytes.
     unsafe fn load(p: *const u8) -> f32;
-    /// # Safety
-    /// `p` is valid for writing 2 bytes.
-    unsafe fn store(p: *mut u8, x: f32);
+    /// The bits of `x` rounded to the element type.
+    fn narrow(x: f32) -> u16;
     /// `x` rounded to the element type, as an f32.
     fn round(x: f32) -> f32;
+
+    /// # Safety
+    /// `p` is valid for writing 2 bytes.
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, x: f32) {
+        // SAFETY: the caller's contract.
+        unsafe { p.cast::<u16>().write_unaligned(Self::narrow(x)) }
+    }
 
     /// # Safety
     /// `p` is valid for reading 16 bytes; the processor has the instance's target features.
     #[inline(always)]
     unsafe fn load_vector(p: *const u8) -> [f32; LANES] {
-        // SAFETY: the caller's contract.
-        std::array::from_fn(|l| unsafe { Self::load(p.wrapping_add(2 * l)) })
+        // Loops rather than `array::map` or `from_fn` here: a closure is a function of its
+        // own, compiled without the instance's target features and called if not inlined.
+        let mut v = [0f32; LANES];
+        for (l, x) in v.iter_mut().enumerate() {
+            // SAFETY: the caller's contract.
+            *x = unsafe { Self::load(p.wrapping_add(2 * l)) };
+        }
+        v
+    }
+
+    /// # Safety
+    /// The processor has the instance's target features.
+    #[inline(always)]
+    unsafe fn narrow_vector(v: [f32; LANES]) -> [u16; LANES] {
+        let mut bits = [0u16; LANES];
+        for (b, &x) in bits.iter_mut().zip(&v) {
+            *b = Self::narrow(x);
+        }
+        bits
     }
 
     /// # Safety
     /// `p` is valid for writing 16 bytes; the processor has the instance's target features.
     #[inline(always)]
     unsafe fn store_vector(p: *mut u8, v: [f32; LANES]) {
-        for (l, &x) in v.iter().enumerate() {
-            // SAFETY: the caller's contract.
-            unsafe { Self::store(p.wrapping_add(2 * l), x) };
+        // SAFETY: the caller's contract.
+        unsafe {
+            p.cast::<[u16; LANES]>()
+                .write_unaligned(Self::narrow_vector(v))
         }
     }
 
     /// # Safety
     /// The processor has the instance's target features.
     #[inline(always)]
-    unsafe fn round_vector(v: [f32; LANES]) -> [f32; LANES] {
-        v.map(Self::round)
+    unsafe fn round_vector(mut v: [f32; LANES]) -> [f32; LANES] {
+        for x in &mut v {
+            *x = Self::round(*x);
+        }
+        v
     }
 }
 
@@ -80,9 +108,8 @@ impl Half for F16 {
         f16::from_bits(unsafe { p.cast::<u16>().read_unaligned() }).to_f32()
     }
     #[inline(always)]
-    unsafe fn store(p: *mut u8, x: f32) {
-        // SAFETY: the caller's contract.
-        unsafe { p.cast::<u16>().write_unaligned(f16::from_f32(x).to_bits()) }
+    fn narrow(x: f32) -> u16 {
+        f16::from_f32(x).to_bits()
     }
     #[inline(always)]
     fn round(x: f32) -> f32 {
@@ -102,9 +129,8 @@ impl Half for F16c {
         unsafe { F16::load(p) }
     }
     #[inline(always)]
-    unsafe fn store(p: *mut u8, x: f32) {
-        // SAFETY: the caller's contract.
-        unsafe { F16::store(p, x) }
+    fn narrow(x: f32) -> u16 {
+        F16::narrow(x)
     }
     #[inline(always)]
     fn round(x: f32) -> f32 {
@@ -122,12 +148,13 @@ impl Half for F16c {
     }
 
     #[inline(always)]
-    unsafe fn store_vector(p: *mut u8, v: [f32; LANES]) {
+    unsafe fn narrow_vector(v: [f32; LANES]) -> [u16; LANES] {
         use std::arch::x86_64::*;
-        // SAFETY: the caller's contract (F16C and AVX, 16 writable bytes).
+        // SAFETY: the caller's contract (F16C and AVX).
         unsafe {
             let x = std::mem::transmute::<[f32; LANES], __m256>(v);
-            _mm_storeu_si128(p.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x));
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+            std::mem::transmute::<__m128i, [u16; LANES]>(h)
         }
     }
 
@@ -147,7 +174,7 @@ impl Half for F16c {
 /// compile to vector instructions.
 struct Bf16;
 
-impl Bf16 {
+impl Half for Bf16 {
     /// `half`'s `bf16::from_f32`: rounded to nearest, ties to even; a NaN keeps its high
     /// bits and is quieted.
     #[inline(always)]
@@ -161,22 +188,15 @@ impl Bf16 {
             ((x >> 16) + up) as u16
         }
     }
-}
 
-impl Half for Bf16 {
+    /// The bits shifted up, without `half`'s quieting of a NaN (its bit 6 set): a loaded NaN
+    /// can only reach the result through `half_sum`, which passes it on unchanged, and then
+    /// through `narrow` or `round`, which set that bit, so the sums are `half`'s bit for bit
+    /// (the tests compare NaN inputs too).
     #[inline(always)]
-    /// The bits shifted up, without `half`'s quieting of a NaN: every loaded value goes into an
-    /// addition, which quiets a NaN operand and returns the same NaN either way (x86's
-    /// `addss`/`addps` return the first operand when it is a NaN, else the second, quieted),
-    /// so the sums are `half`'s bit for bit (the tests compare NaN inputs too).
     unsafe fn load(p: *const u8) -> f32 {
         // SAFETY: the caller's contract.
         f32::from_bits(u32::from(unsafe { p.cast::<u16>().read_unaligned() }) << 16)
-    }
-    #[inline(always)]
-    unsafe fn store(p: *mut u8, x: f32) {
-        // SAFETY: the caller's contract.
-        unsafe { p.cast::<u16>().write_unaligned(Bf16::narrow(x)) }
     }
     /// `widen(narrow(x))` without going through 16 bits: for a NaN its high half quieted,
     /// else the high half rounded to nearest, ties to even (never a carry out of the top:
@@ -239,23 +259,116 @@ unsafe fn vectors<H: Half, const N: usize, S: Terms, const Z: bool>(
     for &t in terms.offsets() {
         for (a, &at) in acc.iter_mut().zip(&at) {
             // SAFETY: the caller's contract.
-            let x = unsafe { H::load_vector(src.offset(t).add(2 * at)) };
-            // `half_sum` lane by lane, written as two selects (which compile to vector
-            // compares and blends) rather than its branches.
-            let mut sum = [0f32; LANES];
-            for l in 0..LANES {
-                let added = a[l] + x[l];
-                let added = if x[l].is_nan() { x[l] } else { added };
-                sum[l] = if a[l].is_nan() { a[l] } else { added };
-            }
-            // SAFETY: the caller's contract.
-            *a = unsafe { H::round_vector(sum) };
+            unsafe { add_vector::<H>(a, src.offset(t).add(2 * at)) };
         }
     }
     for (a, &at) in acc.iter().zip(&at) {
         // SAFETY: the caller's contract.
         unsafe { H::store_vector(dst.add(2 * at), *a) };
     }
+}
+
+/// `acc = round(acc + x)` lane by lane for the vector `x` at `p`: `half_sum`, written as two
+/// selects (which compile to vector compares and blends) rather than its branches.
+///
+/// # Safety
+/// `p` is valid for reading 16 bytes; the processor has `H`'s target features.
+#[inline(always)]
+unsafe fn add_vector<H: Half>(acc: &mut [f32; LANES], p: *const u8) {
+    // SAFETY: the caller's contract.
+    let x = unsafe { H::load_vector(p) };
+    let mut sum = [0f32; LANES];
+    for l in 0..LANES {
+        let added = acc[l] + x[l];
+        let added = if x[l].is_nan() { x[l] } else { added };
+        sum[l] = if acc[l].is_nan() { acc[l] } else { added };
+    }
+    // SAFETY: the caller's contract.
+    *acc = unsafe { H::round_vector(sum) };
+}
+
+/// A row of a sum from +0.0 over every other element (`relayout_codegen::SumRow`): `count`
+/// elements of each phase, the second phase's source `phase_src` bytes after the first.
+#[derive(Clone, Copy)]
+pub(crate) struct RowForm {
+    pub(crate) count: usize,
+    pub(crate) phase_src: Option<isize>,
+}
+
+/// Sums a row (see [`RowForm`]) from +0.0: eight elements of a phase at a time as vectors
+/// (contiguous at the source), the two phases' vectors interleaved into sixteen elements
+/// stored at once; one phase alone is stored element by element (the others between them
+/// belong to another statement). The last group ends at the row's end, overlapping the one
+/// before it, which only stores the same sums again. A row shorter than a vector is summed
+/// element by element.
+///
+/// # Safety
+/// The row's elements at `dst` (`2 * count` of them, every other one without a second
+/// phase) and its terms' at `src` lie inside their buffers, which do not overlap; the
+/// processor has `H`'s target features.
+#[inline(always)]
+unsafe fn row<H: Half, S: Terms>(dst: *mut u8, src: *const u8, row: RowForm, terms: S) {
+    let phases = [Some(0), row.phase_src];
+    if row.count < LANES {
+        for j in 0..row.count {
+            for (p, from) in phases.iter().enumerate() {
+                let Some(from) = *from else { continue };
+                let s = src.wrapping_offset(from).wrapping_add(2 * j);
+                // SAFETY: the caller's contract.
+                unsafe { elements::<H, S, true>(dst.wrapping_add(4 * j + 2 * p), s, 1, terms) };
+            }
+        }
+        return;
+    }
+    let last = row.count - LANES;
+    let mut j = 0;
+    loop {
+        // SAFETY (both): vectors of the row's phases, inside the source by the caller's
+        // contract.
+        let even = unsafe { phase_vector::<H, S>(src.add(2 * j), terms) };
+        match row.phase_src {
+            Some(from) => {
+                let odd = unsafe { phase_vector::<H, S>(src.offset(from).add(2 * j), terms) };
+                let mut both = [0u16; 2 * LANES];
+                for l in 0..LANES {
+                    both[2 * l] = even[l];
+                    both[2 * l + 1] = odd[l];
+                }
+                // SAFETY: elements `2 * j .. 2 * j + 16` of the row.
+                unsafe {
+                    dst.add(4 * j)
+                        .cast::<[u16; 2 * LANES]>()
+                        .write_unaligned(both)
+                };
+            }
+            None => {
+                for (l, &bits) in even.iter().enumerate() {
+                    // SAFETY: element `2 * (j + l)` of the row.
+                    unsafe { dst.add(4 * (j + l)).cast::<u16>().write_unaligned(bits) };
+                }
+            }
+        }
+        if j == last {
+            return;
+        }
+        j = (j + LANES).min(last);
+    }
+}
+
+/// The sums from +0.0 of the vectors at `src` plus each term, rounded to the element type's
+/// bits.
+///
+/// # Safety
+/// Every vector read lies inside the source; the processor has `H`'s target features.
+#[inline(always)]
+unsafe fn phase_vector<H: Half, S: Terms>(src: *const u8, terms: S) -> [u16; LANES] {
+    let mut acc = [0f32; LANES];
+    for &t in terms.offsets() {
+        // SAFETY: the caller's contract.
+        unsafe { add_vector::<H>(&mut acc, src.offset(t)) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { H::narrow_vector(acc) }
 }
 
 /// Sums `n` elements of a run one at a time.
@@ -319,16 +432,24 @@ unsafe fn run<H: Half, S: Terms, const Z: bool>(dst: *mut u8, src: *const u8, n:
     }
 }
 
-/// A sum helper: sums the run of `elements` elements at every point of `loops` from `dst`
-/// and `src`, over the terms at `terms` (source byte offsets relative to the run, in loop
-/// order).
+/// What a sum helper sums at each point of its nest: runs of `elements` elements, or rows
+/// (`row`), over the terms at `terms` (source byte offsets relative to a run, in loop order).
+#[derive(Clone, Copy)]
+pub(crate) struct SumShape<'a> {
+    pub(crate) elements: usize,
+    pub(crate) terms: &'a [isize],
+    pub(crate) row: Option<RowForm>,
+}
+
+/// A sum helper: sums the run (or row) of `shape` at every point of `loops` from `dst` and
+/// `src`.
 ///
 /// # Safety
 /// Every run and every term of every point lies inside its buffer (a verified kernel's nest,
 /// in buffers of the checked lengths), the buffers do not overlap, and no other thread writes
 /// the runs.
 pub(crate) type SumNest =
-    unsafe fn(dst: *mut u8, src: *const u8, elements: usize, terms: &[isize], loops: &[StreamLoop]);
+    unsafe fn(dst: *mut u8, src: *const u8, shape: SumShape<'_>, loops: &[StreamLoop]);
 
 /// The body of every [`SumNest`] instance: `K` terms (`K = 0`: any number).
 ///
@@ -339,19 +460,28 @@ pub(crate) type SumNest =
 unsafe fn nest<H: Half, const K: usize, const Z: bool>(
     dst: *mut u8,
     src: *const u8,
-    n: usize,
-    terms: &[isize],
+    shape: SumShape<'_>,
     loops: &[StreamLoop],
 ) {
+    // Rows only come from sums from +0.0.
+    let row = if Z { shape.row } else { None };
     if K == 0 {
+        let run = Run::<H, &[isize], Z>::new(shape.elements, row, shape.terms);
         // SAFETY: the caller's contract.
-        return unsafe { walk(dst, src, loops, Run::<H, &[isize], Z>::new(n, terms)) };
+        return unsafe { walk(dst, src, loops, run) };
     }
-    let Ok(&fixed) = <&[isize; K]>::try_from(terms) else {
+    let Ok(&fixed) = <&[isize; K]>::try_from(shape.terms) else {
         return;
     };
     // SAFETY: the caller's contract.
-    unsafe { walk(dst, src, loops, Run::<H, [isize; K], Z>::new(n, fixed)) }
+    unsafe {
+        walk(
+            dst,
+            src,
+            loops,
+            Run::<H, [isize; K], Z>::new(shape.elements, row, fixed),
+        )
+    }
 }
 
 /// [`run`] with its length and terms: what [`walk`] calls at every point. A method marked
@@ -360,26 +490,33 @@ unsafe fn nest<H: Half, const K: usize, const Z: bool>(
 /// target features: its conversions would be calls).
 struct Run<H, S, const Z: bool> {
     n: usize,
+    row: Option<RowForm>,
     terms: S,
     half: std::marker::PhantomData<H>,
 }
 
 impl<H: Half, S: Terms, const Z: bool> Run<H, S, Z> {
     #[inline(always)]
-    fn new(n: usize, terms: S) -> Self {
+    fn new(n: usize, row: Option<RowForm>, terms: S) -> Self {
         Run {
             n,
+            row,
             terms,
             half: std::marker::PhantomData,
         }
     }
 
     /// # Safety
-    /// As [`run`].
+    /// As [`run`], or [`row`] for a row.
     #[inline(always)]
     unsafe fn at(&self, dst: *mut u8, src: *const u8) {
         // SAFETY: the caller's contract.
-        unsafe { run::<H, S, Z>(dst, src, self.n, self.terms) }
+        unsafe {
+            match self.row {
+                Some(form) => row::<H, S>(dst, src, form, self.terms),
+                None => run::<H, S, Z>(dst, src, self.n, self.terms),
+            }
+        }
     }
 }
 
@@ -455,12 +592,11 @@ unsafe fn walk<H: Half, S: Terms, const Z: bool>(
 unsafe fn nest_f16c<const K: usize, const Z: bool>(
     dst: *mut u8,
     src: *const u8,
-    n: usize,
-    terms: &[isize],
+    shape: SumShape<'_>,
     loops: &[StreamLoop],
 ) {
     // SAFETY: the caller's contract.
-    unsafe { nest::<F16c, K, Z>(dst, src, n, terms, loops) }
+    unsafe { nest::<F16c, K, Z>(dst, src, shape, loops) }
 }
 
 /// [`nest`] for f16 without F16C.
@@ -470,12 +606,11 @@ unsafe fn nest_f16c<const K: usize, const Z: bool>(
 unsafe fn nest_f16<const K: usize, const Z: bool>(
     dst: *mut u8,
     src: *const u8,
-    n: usize,
-    terms: &[isize],
+    shape: SumShape<'_>,
     loops: &[StreamLoop],
 ) {
     // SAFETY: the caller's contract.
-    unsafe { nest::<F16, K, Z>(dst, src, n, terms, loops) }
+    unsafe { nest::<F16, K, Z>(dst, src, shape, loops) }
 }
 
 /// [`nest`] for bf16 with AVX2, whose 32-byte integer instructions convert eight elements at
@@ -488,12 +623,11 @@ unsafe fn nest_f16<const K: usize, const Z: bool>(
 unsafe fn nest_bf16_avx2<const K: usize, const Z: bool>(
     dst: *mut u8,
     src: *const u8,
-    n: usize,
-    terms: &[isize],
+    shape: SumShape<'_>,
     loops: &[StreamLoop],
 ) {
     // SAFETY: the caller's contract.
-    unsafe { nest::<Bf16, K, Z>(dst, src, n, terms, loops) }
+    unsafe { nest::<Bf16, K, Z>(dst, src, shape, loops) }
 }
 
 /// [`nest`] for bf16.
@@ -503,12 +637,11 @@ unsafe fn nest_bf16_avx2<const K: usize, const Z: bool>(
 unsafe fn nest_bf16<const K: usize, const Z: bool>(
     dst: *mut u8,
     src: *const u8,
-    n: usize,
-    terms: &[isize],
+    shape: SumShape<'_>,
     loops: &[StreamLoop],
 ) {
     // SAFETY: the caller's contract.
-    unsafe { nest::<Bf16, K, Z>(dst, src, n, terms, loops) }
+    unsafe { nest::<Bf16, K, Z>(dst, src, shape, loops) }
 }
 
 /// The element types of the sums the helper makes (`relayout_codegen::SumRuns`).
