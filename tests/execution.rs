@@ -719,7 +719,8 @@ proptest! {
 /// pieces (a fuzz target found `tensor<2x2147483648x3x1xcomplex<f64>>`).
 #[test]
 fn reshapes_between_shapes_that_do_not_nest_are_one_copy() {
-    let cases: [(&[u64], &[i64], DType); 6] = [
+    let cases: [(&[u64], &[i64], DType); 7] = [
+        (&[98, 2, 3, 1], &[2, 2, -1, 1], DType::I8),
         (&[2, 7, 3, 1], &[6, -1, 1], DType::F32),
         (&[2, 1000, 3], &[6, 1000], DType::F16),
         (&[2, 100003, 3, 1], &[6, -1, 1], DType::U8),
@@ -742,12 +743,17 @@ fn reshapes_between_shapes_that_do_not_nest_are_one_copy() {
             "{op:?} on {input}:\n{loops}"
         );
     }
-    // Too large to run here, but it lowers to one copy too.
-    let op = Op::Reshape {
-        shape: vec![6, -1, 1],
-        allowzero: false,
-    };
-    let input = TensorType::new(DType::C128, [2, 2147483648, 3, 1]);
-    let loops = relayout::lower(&op, &input).unwrap().loops;
-    assert_eq!(loops.stmts.len(), 1, "{loops}");
+    // Too large to run here, but they lower to one copy too.
+    for (shape, target, dtype) in [
+        (vec![2u64, 2147483648, 3, 1], vec![6i64, -1, 1], DType::C128),
+        (vec![982557131854, 2, 3, 1], vec![2, 2, -1, 1], DType::I8),
+    ] {
+        let op = Op::Reshape {
+            shape: target,
+            allowzero: false,
+        };
+        let input = TensorType::new(dtype, shape);
+        let loops = relayout::lower(&op, &input).unwrap().loops;
+        assert_eq!(loops.stmts.len(), 1, "{loops}");
+    }
 }

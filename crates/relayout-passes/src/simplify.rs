@@ -397,6 +397,12 @@ mod tests {
             simp(offset, &[(0, 2), (0, 3), (0, 7)]),
             "d0 * 84 + d1 * 28 + d2 * 4"
         );
+        // A digit from which the simplifier moved multiples out of the floordiv:
+        // `(147 * d0 + d1) floordiv 3` is written `d0 * 49 + d1 floordiv 3` (tensor<2x2x147>
+        // read as tensor<98x2x3>).
+        let x = || d(0) * 147 + d(1);
+        let offset = x().floor_div(6) * 6 + x().floor_div(3).modulo(2) * 3 + x().modulo(3);
+        assert_eq!(simp(offset, &[(0, 2), (0, 147)]), "d0 * 147 + d1");
     }
 
     #[test]

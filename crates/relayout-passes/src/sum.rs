@@ -202,7 +202,8 @@ impl Sum {
 
     /// Folds `c * k * (e floordiv k) + c * (e mod k)` into `c * e`, and the digits of a
     /// mixed radix, `c * n * (x floordiv (k * n)) + c * ((x floordiv k) mod n)`, into
-    /// `c * (x floordiv k)`.
+    /// `c * (x floordiv k)` (also when the simplifier has moved multiples of `k` out of
+    /// `x floordiv k`: see [`Sum::mixed_radix_digit`]).
     ///
     /// Reason: `k * (e floordiv k) + e mod k == e` for every integer `e` and `k > 0` (the
     /// definition of floored division); the second is the first for `e = x floordiv k`,
@@ -223,11 +224,10 @@ impl Sum {
             let Atom::Mod(e, k) = atom else { continue };
             let want = c.checked_mul(*k)?;
             let mut divs = vec![Atom::FloorDiv(e.clone(), *k)];
-            // `e = x floordiv j`: its `floordiv k` is written `x floordiv (j * k)`.
-            if let Some((Atom::FloorDiv(x, j), 1)) = e.as_single_term() {
-                if let Some(jk) = j.checked_mul(*k) {
-                    divs.push(Atom::FloorDiv(x.clone(), jk));
-                }
+            // `e = l + x floordiv j` (`l` without that term) is `(x + j * l) floordiv j`, whose
+            // `floordiv k` the simplifier writes `(x + j * l) floordiv (j * k)`.
+            if let Some(x_div) = e.mixed_radix_digit(*k) {
+                divs.push(x_div);
             }
             for div in divs {
                 if self.terms.iter().any(|(a, c2)| *a == div && *c2 == want) {
@@ -237,6 +237,27 @@ impl Sum {
             }
         }
         None
+    }
+
+    /// For `self = l + 1 * (x floordiv j)`, with exactly one `floordiv` term of coefficient 1
+    /// (and `l` the rest, constant included): the atom `(x + j * l) floordiv (j * k)`, which is
+    /// `self floordiv k` (`self` is `(x + j * l) floordiv j`, as `j * l` is a multiple of `j`,
+    /// and floored divisions by `j` then `k` are one by `j * k`). `None` on overflow or
+    /// another form.
+    fn mixed_radix_digit(&self, k: i64) -> Option<Atom> {
+        let mut divs = self
+            .terms
+            .iter()
+            .filter(|(a, c)| *c == 1 && matches!(a, Atom::FloorDiv(..)));
+        let (div @ Atom::FloorDiv(x, j), _) = divs.next()? else {
+            return None;
+        };
+        if divs.next().is_some() {
+            return None;
+        }
+        let (_, rest) = self.partition(|a, _| a == div);
+        let shifted = (**x).clone().add(rest.scale(*j)?)?;
+        Some(Atom::FloorDiv(Box::new(shifted), j.checked_mul(k)?))
     }
 
     /// Every dim the sum uses, once each, in increasing order.
