@@ -719,8 +719,9 @@ proptest! {
 /// pieces (a fuzz target found `tensor<2x2147483648x3x1xcomplex<f64>>`).
 #[test]
 fn reshapes_between_shapes_that_do_not_nest_are_one_copy() {
-    let cases: [(&[u64], &[i64], DType); 7] = [
+    let cases: [(&[u64], &[i64], DType); 8] = [
         (&[98, 2, 3, 1], &[2, 2, -1, 1], DType::I8),
+        (&[7, 3, 2, 3], &[2, 7, 9], DType::F64),
         (&[2, 7, 3, 1], &[6, -1, 1], DType::F32),
         (&[2, 1000, 3], &[6, 1000], DType::F16),
         (&[2, 100003, 3, 1], &[6, -1, 1], DType::U8),

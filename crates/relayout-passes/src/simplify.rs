@@ -125,6 +125,48 @@ impl Simplifier {
         true
     }
 
+    /// `total` with its `mod` atoms folded where that removes atoms that are not dims: for a
+    /// term `c * (y mod k)`, `c * y - c * k * q - c * (y mod k)` is added, where `q` is
+    /// `y floordiv k` as this simplifier writes it. That is zero on the domain
+    /// (`k * (y floordiv k) + y mod k = y`, and `q` equals `y floordiv k` there), so the sum
+    /// keeps its value at every point; it is kept when it has fewer such atoms. It finds what
+    /// [`Sum::recombine`] cannot where the simplifier has written a digit's quotient in
+    /// another form (`(3 * d0) floordiv 6` as `d0 floordiv 2`): a row-major offset into a
+    /// shape that does not nest with the index's (see `linearize`).
+    pub fn fold_digits(&self, total: Sum) -> Sum {
+        let non_dims = |s: &Sum| {
+            s.terms()
+                .iter()
+                .filter(|(a, _)| !matches!(a, Atom::Dim(_)))
+                .count()
+        };
+        let mut total = total.recombine();
+        // Each accepted fold removes at least one atom, so this ends.
+        'fold: loop {
+            let before = non_dims(&total);
+            if before == 0 {
+                return total;
+            }
+            for (atom, c) in total.terms() {
+                let Atom::Mod(y, k) = atom else { continue };
+                self.fuel.set(FUEL);
+                let folded = (|| {
+                    let q = self.floordiv((**y).clone(), *k)?;
+                    let zero = y
+                        .scale(*c)?
+                        .add(q.scale(c.checked_mul(*k)?.checked_neg()?)?)?
+                        .add(Sum::atom(atom.clone()).scale(c.checked_neg()?)?)?;
+                    Some(total.clone().add(zero)?.recombine())
+                })();
+                if let Some(folded) = folded.filter(|f| non_dims(f) < before) {
+                    total = folded;
+                    continue 'fold;
+                }
+            }
+            return total;
+        }
+    }
+
     /// `p` when every value of `s` lies in `[p * k, (p + 1) * k)`.
     fn one_period(&self, s: &Sum, k: i64) -> Option<i64> {
         let b = self.bounds(s)?;
@@ -403,6 +445,23 @@ mod tests {
         let x = || d(0) * 147 + d(1);
         let offset = x().floor_div(6) * 6 + x().floor_div(3).modulo(2) * 3 + x().modulo(3);
         assert_eq!(simp(offset, &[(0, 2), (0, 147)]), "d0 * 147 + d1");
+    }
+
+    /// `fold_digits` finds digits whose quotient the simplifier wrote in another form
+    /// (`(3 * d0) floordiv 6` as `d0 floordiv 2`: tensor<2x7x9> read as tensor<7x3x2x3>),
+    /// and keeps the value at every point.
+    #[test]
+    fn digits_fold_whatever_form_their_quotient_takes() {
+        let x = || d(0) * 3;
+        let offset =
+            x().floor_div(6) * 18 + x().floor_div(2).modulo(3) * 6 + x().modulo(2) * 3 + d(1);
+        let dom = [DimRange::new(0, 14), DimRange::new(0, 3)];
+        let s = Simplifier::new(&dom).unwrap();
+        let sum = s.sum_of(&offset).unwrap();
+        assert!(!sum.is_linear(), "{}", sum.to_expr());
+        let folded = s.fold_digits(sum).to_expr();
+        check_same(&offset, &folded, &dom);
+        assert_eq!(folded.to_string(), "d0 * 9 + d1");
     }
 
     #[test]

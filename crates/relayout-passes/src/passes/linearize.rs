@@ -295,7 +295,7 @@ fn flat_access(
         })?;
         offset = offset.and_then(|o| o.checked_add(i128::from(first).checked_mul(w)?));
     }
-    let total = total.recombine();
+    let total = simp.fold_digits(total);
     let mut strides = vec![0i64; first_point.len()];
     for (a, coef) in total.terms() {
         let Atom::Dim(d) = a else {
