@@ -360,6 +360,17 @@ fn any_op() -> impl Strategy<Value = (Op, TensorType)> {
     ]
 }
 
+/// [`check_all_agree`], and `run_threaded` on three threads against the reference too.
+fn check_all_agree_threaded(op: &Op, input: &TensorType, seed: u64) {
+    check_all_agree(op, input, seed);
+    let kernel = compile(op, input).unwrap();
+    let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
+    let want = relayout_reference::reference(op, input, &src).unwrap();
+    let mut got = random_bytes(want.len(), seed ^ 5);
+    kernel.run_threaded(&src, &mut got, 3).unwrap();
+    assert_eq!(got, want, "run_threaded: {op:?} on {input}");
+}
+
 fn check_all_agree(op: &Op, input: &TensorType, seed: u64) {
     let kernel = compile(op, input).unwrap_or_else(|e| panic!("{op:?} on {input}: {e}"));
     let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
@@ -599,13 +610,7 @@ fn strided_slices_gather_from_whole_vectors() {
                     stages.loops
                 );
                 seed += 1;
-                check_all_agree(&op, &input, seed);
-                let kernel = compile(&op, &input).unwrap();
-                let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
-                let want = relayout_reference::reference(&op, &input, &src).unwrap();
-                let mut got = random_bytes(want.len(), seed ^ 5);
-                kernel.run_threaded(&src, &mut got, 3).unwrap();
-                assert_eq!(got, want, "run_threaded: {op:?} on {input}");
+                check_all_agree_threaded(&op, &input, seed);
             }
         }
     }
@@ -624,13 +629,7 @@ proptest! {
         (op, input) in col2im_of(vec![DType::F16, DType::BF16], 2..=40),
         seed in any::<u64>(),
     ) {
-        check_all_agree(&op, &input, seed);
-        let kernel = compile(&op, &input).unwrap();
-        let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
-        let want = relayout_reference::reference(&op, &input, &src).unwrap();
-        let mut got = random_bytes(want.len(), seed ^ 5);
-        kernel.run_threaded(&src, &mut got, 3).unwrap();
-        prop_assert_eq!(got, want, "run_threaded: {:?} on {}", op, input);
+        check_all_agree_threaded(&op, &input, seed);
     }
 }
 
@@ -661,13 +660,7 @@ fn half_precision_stride2_col2im_rows_agree() {
             };
             let input = TensorType::new(dtype, [2, 2 * k as u64, blocks as u64]);
             seed += 1;
-            check_all_agree(&op, &input, seed);
-            let kernel = compile(&op, &input).unwrap();
-            let src = random_bytes(input.size_bytes().unwrap() as usize, seed);
-            let want = relayout_reference::reference(&op, &input, &src).unwrap();
-            let mut got = random_bytes(want.len(), seed ^ 5);
-            kernel.run_threaded(&src, &mut got, 3).unwrap();
-            assert_eq!(got, want, "run_threaded: {op:?} on {input}");
+            check_all_agree_threaded(&op, &input, seed);
         }
     }
 }

@@ -582,66 +582,40 @@ unsafe fn walk<H: Half, S: Terms, const Z: bool>(
     }
 }
 
-/// [`nest`] for f16 with F16C and AVX, as the instance that `sum_nest` picks when the processor
-/// has them.
-///
-/// # Safety
-/// As [`nest`]; the processor has F16C and AVX.
+/// The [`SumNest`] instances of [`nest`]: `$name` for element type `$half`, compiled with the
+/// target features `$features` (where given), for `K` terms from zero (`Z`) or not.
+macro_rules! instances {
+    ($($(#[$attr:meta])* $name:ident: $half:ty $(, $features:literal)?;)*) => {$(
+        $(#[$attr])*
+        ///
+        /// # Safety
+        /// As [`nest`]; the processor has the target features the instance is compiled with.
+        $(#[target_feature(enable = $features)])?
+        unsafe fn $name<const K: usize, const Z: bool>(
+            dst: *mut u8,
+            src: *const u8,
+            shape: SumShape<'_>,
+            loops: &[StreamLoop],
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe { nest::<$half, K, Z>(dst, src, shape, loops) }
+        }
+    )*};
+}
+
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx,f16c")]
-unsafe fn nest_f16c<const K: usize, const Z: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    shape: SumShape<'_>,
-    loops: &[StreamLoop],
-) {
-    // SAFETY: the caller's contract.
-    unsafe { nest::<F16c, K, Z>(dst, src, shape, loops) }
+instances! {
+    /// f16 with F16C and AVX, which `sum_nest` picks when the processor has them.
+    nest_f16c: F16c, "avx,f16c";
+    /// bf16 with AVX2, whose 32-byte integer instructions round eight elements at once.
+    nest_bf16_avx2: Bf16, "avx2";
 }
 
-/// [`nest`] for f16 without F16C.
-///
-/// # Safety
-/// As [`nest`].
-unsafe fn nest_f16<const K: usize, const Z: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    shape: SumShape<'_>,
-    loops: &[StreamLoop],
-) {
-    // SAFETY: the caller's contract.
-    unsafe { nest::<F16, K, Z>(dst, src, shape, loops) }
-}
-
-/// [`nest`] for bf16 with AVX2, whose 32-byte integer instructions convert eight elements at
-/// once.
-///
-/// # Safety
-/// As [`nest`]; the processor has AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn nest_bf16_avx2<const K: usize, const Z: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    shape: SumShape<'_>,
-    loops: &[StreamLoop],
-) {
-    // SAFETY: the caller's contract.
-    unsafe { nest::<Bf16, K, Z>(dst, src, shape, loops) }
-}
-
-/// [`nest`] for bf16.
-///
-/// # Safety
-/// As [`nest`].
-unsafe fn nest_bf16<const K: usize, const Z: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    shape: SumShape<'_>,
-    loops: &[StreamLoop],
-) {
-    // SAFETY: the caller's contract.
-    unsafe { nest::<Bf16, K, Z>(dst, src, shape, loops) }
+instances! {
+    /// f16 without F16C.
+    nest_f16: F16;
+    /// bf16.
+    nest_bf16: Bf16;
 }
 
 /// The element types of the sums the helper makes (`relayout_codegen::SumRuns`).
