@@ -301,7 +301,8 @@ pub struct SumRuns {
 
 impl SumRuns {
     /// `stmt`'s sums over `dtype`, when the helper runs them: an accumulate of f16 or bf16
-    /// whose loops are not empty and whose reduction loops have at most [`MAX_TERMS`] points.
+    /// whose loops are not empty and whose reduction loops have at most
+    /// [`relayout_ir::MAX_SUM_TERMS`] points.
     pub fn of(stmt: &LoopStmt, dtype: DType) -> Option<SumRuns> {
         let dtype = HalfFloat::of(dtype)?;
         if !stmt.action.is_accumulate() || stmt.loops.iter().any(|l| l.extent == 0) {
