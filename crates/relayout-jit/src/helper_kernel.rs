@@ -35,9 +35,19 @@ pub(crate) struct HelperStmt {
     /// of its register blocks; for a gather of every other element, the nest of its rows; for
     /// sums, the loops outside the reduction loops).
     loops: Vec<StreamLoop>,
-    /// For sums: the helper, the source offsets of a run's terms, and the row when the runs
-    /// are elements of rows of every other element (whose loops are then not in `loops`).
-    sum: Option<(SumNest, Vec<isize>, Option<RowForm>)>,
+    /// For sums (`HelperRuns::Sum`, and only then): what the sum helper needs.
+    sum: Option<Sums>,
+}
+
+/// A statement's sums, as the sum helper takes them.
+struct Sums {
+    /// The helper's instance for the element type, the count of terms and the start.
+    helper: SumNest,
+    /// The source offsets of a run's terms, relative to the run.
+    terms: Vec<isize>,
+    /// The row, when the runs are elements of rows of every other element (whose loops are
+    /// then not in the statement's `loops`).
+    row: Option<RowForm>,
 }
 
 impl HelperStmt {
@@ -73,11 +83,11 @@ impl HelperStmt {
                         count: r.count as usize,
                         phase_src: r.phase_src.map(|p| p as isize),
                     });
-                    Some((
-                        sum_nest(sums.dtype, terms.len(), sums.from_zero),
+                    Some(Sums {
+                        helper: sum_nest(sums.dtype, terms.len(), sums.from_zero),
                         terms,
                         row,
-                    ))
+                    })
                 }
                 _ => None,
             },
@@ -149,13 +159,13 @@ impl HelperStmt {
                     relayout_stream_every_other_nest(dst, src, self.bytes, rows.count, nest, depth)
                 }
                 HelperRuns::Sum(_) => {
-                    if let Some((helper, terms, row)) = &self.sum {
+                    if let Some(sums) = &self.sum {
                         let shape = SumShape {
                             elements: self.bytes as usize / 2,
-                            terms,
-                            row: *row,
+                            terms: &sums.terms,
+                            row: sums.row,
                         };
-                        helper(dst, src, shape, loops)
+                        (sums.helper)(dst, src, shape, loops)
                     }
                 }
             }
@@ -200,11 +210,11 @@ impl HelperUnit {
                 .iter()
                 .fold(1u64, |n, l| n.saturating_mul(l.count));
             let (reads, run_bytes) = match (&m.sum, m.runs) {
-                (Some((_, terms, row)), _) => {
-                    let row = row.map_or(1, |r| {
+                (Some(sums), _) => {
+                    let row = sums.row.map_or(1, |r| {
                         (r.count as u64).saturating_mul(1 + u64::from(r.phase_src.is_some()))
                     });
-                    (terms.len() as u64, m.bytes.saturating_mul(row))
+                    (sums.terms.len() as u64, m.bytes.saturating_mul(row))
                 }
                 (None, HelperRuns::Zero | HelperRuns::Clear) => (0, m.bytes),
                 (None, _) => (1, m.bytes),

@@ -29,36 +29,110 @@ pub struct StreamLoop {
     pub src_stride: i64,
 }
 
-/// Calls `run(dst, src)` for every point of `loops` (outermost first), with both pointers
+/// What a walk over a nest does at each point (see [`walk`]): a closure, or a helper's run.
+pub(super) trait Visit {
+    /// Visits the point whose runs start at `dst` and `src`.
+    ///
+    /// # Safety
+    /// The implementor's contract for the point (for a closure, none: it is safe to call).
+    unsafe fn visit(&mut self, dst: *mut u8, src: *const u8);
+}
+
+impl<F: FnMut(*mut u8, *const u8)> Visit for F {
+    #[inline(always)]
+    unsafe fn visit(&mut self, dst: *mut u8, src: *const u8) {
+        self(dst, src)
+    }
+}
+
+/// The most loops around the innermost one that [`walk`] counts itself; a deeper nest's
+/// outer loops go through [`walk_deep`].
+const WALK_DEPTH: usize = 8;
+
+/// Calls `v.visit(dst, src)` for every point of `loops` (outermost first), with both pointers
 /// advanced by the strides; once when `loops` is empty. The innermost loop bumps the pointers
-/// in a plain loop, which is where the runs are counted by the million.
+/// in a plain loop, which is where the runs are counted by the million, and the loops around
+/// it are an odometer rather than recursion: everything, `v` included, is inlined into the
+/// function that calls it, and so compiled with its target features (the sum helper's
+/// instances with F16C or AVX2; a closure would be a function of its own, without them).
+///
+/// # Safety
+/// `v.visit`'s, for every point of the nest.
+#[inline(always)]
+pub(super) unsafe fn walk<V: Visit>(dst: *mut u8, src: *const u8, loops: &[StreamLoop], v: &mut V) {
+    let Some((inner, outer)) = loops.split_last() else {
+        // SAFETY: the caller's contract.
+        return unsafe { v.visit(dst, src) };
+    };
+    if outer.len() > WALK_DEPTH {
+        // SAFETY: the caller's contract.
+        return unsafe { walk_deep(dst, src, loops, v) };
+    }
+    if outer.iter().any(|l| l.count == 0) {
+        return;
+    }
+    // `wrapping_offset` computes the address of an iteration (in bounds, by the callers'
+    // contract) without asserting it on the way.
+    let mut point = [0u64; WALK_DEPTH];
+    let (mut d, mut s) = (dst, src);
+    loop {
+        let (mut di, mut si) = (d, s);
+        for _ in 0..inner.count {
+            // SAFETY: the caller's contract.
+            unsafe { v.visit(di, si) };
+            di = di.wrapping_offset(inner.dst_stride as isize);
+            si = si.wrapping_offset(inner.src_stride as isize);
+        }
+        // The next point of the outer loops, the innermost of them fastest.
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            let l = &outer[k];
+            point[k] += 1;
+            d = d.wrapping_offset(l.dst_stride as isize);
+            s = s.wrapping_offset(l.src_stride as isize);
+            if point[k] < l.count {
+                break;
+            }
+            // Back to the loop's first iteration.
+            point[k] = 0;
+            let back = (l.count as i64).wrapping_neg();
+            d = d.wrapping_offset(back.wrapping_mul(l.dst_stride) as isize);
+            s = s.wrapping_offset(back.wrapping_mul(l.src_stride) as isize);
+        }
+    }
+}
+
+/// [`walk`] of a nest deeper than it counts itself: its outermost loop here, the rest there.
+///
+/// # Safety
+/// As [`walk`].
+unsafe fn walk_deep<V: Visit>(dst: *mut u8, src: *const u8, loops: &[StreamLoop], v: &mut V) {
+    let Some((l, inner)) = loops.split_first() else {
+        // SAFETY: the caller's contract.
+        return unsafe { v.visit(dst, src) };
+    };
+    let (mut d, mut s) = (dst, src);
+    for _ in 0..l.count {
+        // SAFETY: the caller's contract.
+        unsafe { walk(d, s, inner, v) };
+        d = d.wrapping_offset(l.dst_stride as isize);
+        s = s.wrapping_offset(l.src_stride as isize);
+    }
+}
+
+/// Calls `run(dst, src)` for every point of `loops`, as [`walk`] does.
 pub(super) fn each_run(
     dst: *mut u8,
     src: *const u8,
     loops: &[StreamLoop],
     run: &mut impl FnMut(*mut u8, *const u8),
 ) {
-    // `wrapping_offset` computes the address of an iteration (in bounds, by the callers'
-    // contract) without asserting it on the way.
-    match loops {
-        [] => run(dst, src),
-        [l] => {
-            let (mut d, mut s) = (dst, src);
-            for _ in 0..l.count {
-                run(d, s);
-                d = d.wrapping_offset(l.dst_stride as isize);
-                s = s.wrapping_offset(l.src_stride as isize);
-            }
-        }
-        [l, inner @ ..] => {
-            let (mut d, mut s) = (dst, src);
-            for _ in 0..l.count {
-                each_run(d, s, inner, run);
-                d = d.wrapping_offset(l.dst_stride as isize);
-                s = s.wrapping_offset(l.src_stride as isize);
-            }
-        }
-    }
+    // SAFETY: a closure's visit is a call of the closure, which is safe.
+    unsafe { walk(dst, src, loops, run) }
 }
 
 /// Whether every point of `loops` from `dst` is 16-byte aligned, as streaming stores of 16-byte

@@ -25,7 +25,7 @@
 //! (3x3 and 3x3x3 kernels' rows, edges and corners), one number of terms, so that the terms'
 //! offsets stay in registers; other counts loop over the terms.
 
-use super::stream::{each_run, StreamLoop};
+use super::stream::{each_run, walk, StreamLoop, Visit};
 use half::f16;
 use relayout_ir::half_sum;
 
@@ -466,28 +466,22 @@ unsafe fn nest<H: Half, const K: usize, const Z: bool>(
     // Rows only come from sums from +0.0.
     let row = if Z { shape.row } else { None };
     if K == 0 {
-        let run = Run::<H, &[isize], Z>::new(shape.elements, row, shape.terms);
+        let mut run = Run::<H, &[isize], Z>::new(shape.elements, row, shape.terms);
         // SAFETY: the caller's contract.
-        return unsafe { walk(dst, src, loops, run) };
+        return unsafe { walk(dst, src, loops, &mut run) };
     }
     let Ok(&fixed) = <&[isize; K]>::try_from(shape.terms) else {
         return;
     };
+    let mut run = Run::<H, [isize; K], Z>::new(shape.elements, row, fixed);
     // SAFETY: the caller's contract.
-    unsafe {
-        walk(
-            dst,
-            src,
-            loops,
-            Run::<H, [isize; K], Z>::new(shape.elements, row, fixed),
-        )
-    }
+    unsafe { walk(dst, src, loops, &mut run) }
 }
 
-/// [`run`] with its length and terms: what [`walk`] calls at every point. A method marked
-/// `inline(always)` rather than a closure, so that it is inlined into the instances compiled
-/// with F16C or AVX2 and compiled with them (a closure is a function of its own, without the
-/// target features: its conversions would be calls).
+/// [`run`] (or [`row`]) with its length and terms: what `walk` visits at every point. A
+/// struct with methods marked `inline(always)` rather than a closure, so that it is inlined
+/// into the instances compiled with F16C or AVX2 and compiled with them (a closure is a
+/// function of its own, without the target features: its conversions would be calls).
 struct Run<H, S, const Z: bool> {
     n: usize,
     row: Option<RowForm>,
@@ -520,65 +514,11 @@ impl<H: Half, S: Terms, const Z: bool> Run<H, S, Z> {
     }
 }
 
-/// The most loops [`walk`] runs around the innermost one itself; deeper nests (none of
-/// Col2Im's) go through `each_run`, with a call per run.
-const WALK_DEPTH: usize = 8;
-
-/// Calls `run.at(dst, src)` at every point of `loops`, as `each_run` does, but without
-/// recursion or closures, so that everything is inlined into the instance that calls it.
-///
-/// # Safety
-/// `run.at`'s, for every point of `loops`.
-#[inline(always)]
-unsafe fn walk<H: Half, S: Terms, const Z: bool>(
-    dst: *mut u8,
-    src: *const u8,
-    loops: &[StreamLoop],
-    run: Run<H, S, Z>,
-) {
-    let Some((inner, outer)) = loops.split_last() else {
-        // SAFETY: the caller's contract.
-        return unsafe { run.at(dst, src) };
-    };
-    if outer.len() > WALK_DEPTH {
-        // SAFETY: the caller's contract.
-        return each_run(dst, src, loops, &mut |d, s| unsafe { run.at(d, s) });
-    }
-    if outer.iter().any(|l| l.count == 0) {
-        return;
-    }
-    // `wrapping_offset` computes the address of an iteration (in bounds, by the callers'
-    // contract) without asserting it on the way.
-    let mut point = [0u64; WALK_DEPTH];
-    let (mut d, mut s) = (dst, src);
-    loop {
-        let (mut di, mut si) = (d, s);
-        for _ in 0..inner.count {
-            // SAFETY: the caller's contract.
-            unsafe { run.at(di, si) };
-            di = di.wrapping_offset(inner.dst_stride as isize);
-            si = si.wrapping_offset(inner.src_stride as isize);
-        }
-        // The next point of the outer loops, the innermost of them fastest.
-        let mut k = outer.len();
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            let l = &outer[k];
-            point[k] += 1;
-            d = d.wrapping_offset(l.dst_stride as isize);
-            s = s.wrapping_offset(l.src_stride as isize);
-            if point[k] < l.count {
-                break;
-            }
-            // Back to the loop's first iteration.
-            point[k] = 0;
-            let back = (l.count as i64).wrapping_neg();
-            d = d.wrapping_offset(back.wrapping_mul(l.dst_stride) as isize);
-            s = s.wrapping_offset(back.wrapping_mul(l.src_stride) as isize);
-        }
+impl<H: Half, S: Terms, const Z: bool> Visit for Run<H, S, Z> {
+    #[inline(always)]
+    unsafe fn visit(&mut self, dst: *mut u8, src: *const u8) {
+        // SAFETY: the caller's contract (see `SumNest`).
+        unsafe { self.at(dst, src) }
     }
 }
 
