@@ -77,9 +77,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
                     ty.dtype.name()
                 ));
             }
-            data
+            Some(data)
         }
-        (_, _, Some(data)) => data,
+        (_, _, Some(data)) => Some(data),
         _ => match &args.case {
             Some(case) => {
                 return Err(format!(
@@ -87,7 +87,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
                     case.display()
                 ))
             }
-            None => counting_input(&ty)?,
+            // Counted up once the op has compiled: an invalid op is refused first.
+            None => None,
         },
     };
     let start = std::time::Instant::now();
@@ -107,7 +108,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         )
     };
     let compile_time = start.elapsed();
-    let mut out = output_buffer(&out_ty)?;
+    let data = match data {
+        Some(data) => data,
+        None => counting_input(&ty)?,
+    };
+    let mut out = zeroed(&out_ty, "output")?;
     let start = std::time::Instant::now();
     let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
@@ -121,28 +126,37 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
 /// bool alternates false and true, and a complex element is `(i, 0)`.
 fn counting_input(ty: &TensorType) -> Result<Vec<u8>, String> {
     use relayout::ir::{DType, Scalar};
-    let mut data = output_buffer(ty)?;
+    let mut data = zeroed(ty, "input")?;
     let size = ty.dtype.size() as usize;
-    let float = |dtype: DType, period: u64, i: u64| {
-        // Exact: `i % period` is an integer the float type holds.
-        Scalar::from_f64(dtype, (i % period) as f64).map_or_else(Vec::new, |v| v.to_le_bytes(dtype))
+    // f16 and bf16 values from a table of one period (their conversions are the IR's).
+    let table = |dtype: DType, period: u64| -> Vec<[u8; 2]> {
+        (0..period)
+            .map(|k| {
+                let bits = Scalar::from_f64(dtype, k as f64).map(|v| v.to_le_bytes(dtype));
+                bits.and_then(|b| b.try_into().ok()).unwrap_or_default()
+            })
+            .collect()
+    };
+    let half = match ty.dtype {
+        DType::F16 => table(DType::F16, 1 << 11),
+        DType::BF16 => table(DType::BF16, 1 << 8),
+        _ => Vec::new(),
     };
     for (i, element) in data.chunks_exact_mut(size).enumerate() {
         let i = i as u64;
-        let bytes = match ty.dtype {
-            DType::F16 => float(DType::F16, 1 << 11, i),
-            DType::BF16 => float(DType::BF16, 1 << 8, i),
-            DType::F32 => float(DType::F32, 1 << 24, i),
-            DType::F64 => float(DType::F64, 1 << 53, i),
-            DType::C64 => float(DType::F32, 1 << 24, i),
-            DType::C128 => float(DType::F64, 1 << 53, i),
-            DType::Bool => vec![(i % 2) as u8],
-            // Integers wrap: the low bytes of `i`.
-            _ => i.to_le_bytes().to_vec(),
-        };
-        // A complex element's imaginary part stays zero.
-        let n = bytes.len().min(size);
-        element[..n].copy_from_slice(&bytes[..n]);
+        // Exact: `i % period` is an integer the type holds. A complex element's imaginary
+        // part stays zero; integers wrap (the low bytes of `i`).
+        match ty.dtype {
+            DType::F16 | DType::BF16 => element.copy_from_slice(&half[i as usize % half.len()]),
+            DType::F32 | DType::C64 => {
+                element[..4].copy_from_slice(&((i % (1 << 24)) as f32).to_le_bytes())
+            }
+            DType::F64 | DType::C128 => {
+                element[..8].copy_from_slice(&((i % (1 << 53)) as f64).to_le_bytes())
+            }
+            DType::Bool => element[0] = (i % 2) as u8,
+            _ => element.copy_from_slice(&i.to_le_bytes()[..size]),
+        }
     }
     println!(
         "input {ty} (0, 1, 2, ...: no --input given):\n{}",
@@ -151,13 +165,14 @@ fn counting_input(ty: &TensorType) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
-/// A zeroed buffer for an output of type `out_ty`, or why it cannot be held in memory.
-fn output_buffer(out_ty: &TensorType) -> Result<Vec<u8>, String> {
-    let len = out_ty
+/// A zeroed buffer for the `what` (input or output) of type `ty`, or why it cannot be held
+/// in memory.
+fn zeroed(ty: &TensorType, what: &str) -> Result<Vec<u8>, String> {
+    let len = ty
         .size_bytes()
         .ok()
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("the output {out_ty} is too large to hold in memory"))?;
+        .ok_or_else(|| format!("the {what} {ty} is too large to hold in memory"))?;
     Ok(vec![0u8; len])
 }
 
@@ -233,9 +248,10 @@ fn run_ir(
                     ir.display()
                 ));
             }
-            data
+            Some(data)
         }
-        _ => counting_input(&src)?,
+        // Counted up once the kernel has compiled.
+        _ => None,
     };
     let in_ir = |e: relayout::Error| format!("{}: {e}", ir.display());
     let start = std::time::Instant::now();
@@ -258,7 +274,11 @@ fn run_ir(
         }
     };
     let compile_time = start.elapsed();
-    let mut out = output_buffer(&out_ty)?;
+    let data = match data {
+        Some(data) => data,
+        None => counting_input(&src)?,
+    };
+    let mut out = zeroed(&out_ty, "output")?;
     let start = std::time::Instant::now();
     let split = compiled(&data, &mut out).map_err(|e| e.to_string())?;
     let run_time = start.elapsed();
