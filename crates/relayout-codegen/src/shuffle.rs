@@ -214,33 +214,31 @@ fn block(
 ) -> Option<(Plan, u64)> {
     let lx = &stmt.loops[x];
     let lf = factor_loop(stmt, f);
-    let n = (tile * lf.extent * stmt.bytes) as usize;
-    let mut src = Vec::with_capacity(n);
-    let mut dst = Vec::with_capacity(n);
-    for t in 0..tile as i64 {
-        for j in 0..lf.extent as i64 {
-            let s = lx
-                .src_stride
-                .checked_mul(t)?
-                .checked_add(lf.src_stride.checked_mul(j)?)?;
-            let d = lx
-                .dst_stride
-                .checked_mul(t)?
-                .checked_add(lf.dst_stride.checked_mul(j)?)?;
-            for c in 0..stmt.bytes as i64 {
-                src.push(s.checked_add(c)?);
-                dst.push(d.checked_add(c)?);
+    // The offsets of the block's runs, in the order of its points ((t, j) of the tile and
+    // the factor loop), then of their bytes. The destination's first, as most choices of the
+    // loops fail there (writes that are not whole vectors).
+    let runs = |(sx, sf): (i64, i64)| -> Option<Vec<i64>> {
+        let mut out = Vec::with_capacity((tile * lf.extent) as usize);
+        for t in 0..tile as i64 {
+            for j in 0..lf.extent as i64 {
+                out.push(sx.checked_mul(t)?.checked_add(sf.checked_mul(j)?)?);
             }
         }
-    }
-    let dst_vectors = vectors(&dst)?;
-    let placements = match vectors(&src) {
+        Some(out)
+    };
+    let dst_runs = runs((lx.dst_stride, lf.dst_stride))?;
+    let dst_vectors = vectors(&sorted_bytes(&dst_runs, stmt.bytes)?)?;
+    let src_runs = runs((lx.src_stride, lf.src_stride))?;
+    // Sorted once for every placement: this planning runs for every choice of X and F.
+    let src_sorted = sorted_bytes(&src_runs, stmt.bytes)?;
+    let placements = match vectors(&src_sorted) {
         Some(exact) => vec![(exact, false)],
         None => [Placement::Up, Placement::Down, Placement::Inside]
             .into_iter()
-            .filter_map(|p| Some((covering(&src, p)?, true)))
+            .filter_map(|p| Some((covering(&src_sorted, p)?, true)))
             .collect(),
     };
+    let (src, dst) = (bytes(&src_runs, stmt.bytes)?, bytes(&dst_runs, stmt.bytes)?);
     let mut best: Option<(Plan, u64)> = None;
     for (src_vectors, skipped) in placements {
         let Some((plan, cost)) =
@@ -335,11 +333,9 @@ enum Placement {
 }
 
 /// Starts of 16-byte vectors, in increasing order, that together hold every byte of
-/// `offsets` (a block's reads, which may repeat and leave gaps), placed as `placement` says;
-/// `None` when `Inside` finds the span of the reads shorter than a vector.
-fn covering(offsets: &[i64], placement: Placement) -> Option<Vec<i64>> {
-    let mut sorted = offsets.to_vec();
-    sorted.sort_unstable();
+/// `sorted` (a block's reads in increasing order, which may repeat and leave gaps), placed as
+/// `placement` says; `None` when `Inside` finds the span of the reads shorter than a vector.
+fn covering(sorted: &[i64], placement: Placement) -> Option<Vec<i64>> {
     if placement == Placement::Down {
         // The mirror image of `Up`: a vector of the negated offsets starting at -o ends at o.
         let mirrored: Vec<i64> = sorted.iter().rev().map(|&o| -o).collect();
@@ -357,7 +353,7 @@ fn covering(offsets: &[i64], placement: Placement) -> Option<Vec<i64>> {
         i64::MAX
     };
     let mut starts: Vec<i64> = Vec::new();
-    for &o in &sorted {
+    for &o in sorted {
         if starts.last().is_some_and(|&s| o < s + V as i64) {
             continue;
         }
@@ -404,11 +400,10 @@ fn loads_in_bounds(stmt: &LoopStmt, plan: &Plan, src_bytes: u64) -> bool {
     lo + i128::from(first) >= 0 && hi + i128::from(last) + V as i128 <= i128::from(src_bytes)
 }
 
-/// The starts of the 16-byte vectors that exactly cover `offsets`, in increasing order, or
-/// `None` when the offsets repeat or do not fill whole vectors.
-fn vectors(offsets: &[i64]) -> Option<Vec<i64>> {
-    let mut sorted = offsets.to_vec();
-    sorted.sort_unstable();
+/// The starts of the 16-byte vectors that exactly cover `sorted` (offsets in increasing
+/// order), in increasing order, or `None` when the offsets repeat or do not fill whole
+/// vectors.
+fn vectors(sorted: &[i64]) -> Option<Vec<i64>> {
     if sorted.windows(2).any(|w| w[0] == w[1]) || sorted.len() % V != 0 {
         return None;
     }
@@ -417,6 +412,29 @@ fn vectors(offsets: &[i64]) -> Option<Vec<i64>> {
         .chunks_exact(V)
         .map(|c| (c[V - 1] - c[0] == V as i64 - 1).then_some(c[0]))
         .collect()
+}
+
+/// The offsets of the bytes of runs of `len` bytes that start at `starts`, run by run.
+fn bytes(starts: &[i64], len: u64) -> Option<Vec<i64>> {
+    let mut out = Vec::with_capacity(starts.len() * len as usize);
+    for &s in starts {
+        for c in 0..len as i64 {
+            out.push(s.checked_add(c)?);
+        }
+    }
+    Some(out)
+}
+
+/// [`bytes`] in increasing order: the runs sorted by start (a few, where the bytes are many),
+/// then the bytes sorted only if runs overlap.
+fn sorted_bytes(starts: &[i64], len: u64) -> Option<Vec<i64>> {
+    let mut starts = starts.to_vec();
+    starts.sort_unstable();
+    let mut out = bytes(&starts, len)?;
+    if !out.is_sorted() {
+        out.sort_unstable();
+    }
+    Some(out)
 }
 
 /// The vector and lane of byte `offset`.
@@ -1079,6 +1097,8 @@ mod tests {
         assert_eq!(covering(&reads, Placement::Down), Some(vec![-4, 12]));
         // Reversed: the same bytes in the other order.
         let rev: Vec<i64> = reads.iter().map(|&o| -o).collect();
+        let mut rev = rev;
+        rev.sort_unstable();
         let starts = covering(&rev, Placement::Inside).unwrap();
         assert!(
             starts.iter().all(|&s| s >= -27 && s + 15 <= 0),
