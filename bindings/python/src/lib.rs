@@ -17,6 +17,10 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use relayout::ir::{DType, TensorType};
 use relayout::{AttrValue, Attrs, CompiledChain, CompiledOp, Movement, Op, Stages};
 
+/// Compiles allocate and free thousands of small IR nodes; see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(
     relayout,
     OpError,
