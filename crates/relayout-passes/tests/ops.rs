@@ -498,3 +498,43 @@ proptest::proptest! {
         check_preserves("canonicalize,split-dims,split-guards", &k);
     }
 }
+
+/// A staircase of guard bands (an Im2Col whose huge block meets a huge pad: the bands of
+/// `0 <= w + kw - pad < W` over 2^32 output columns) is split into thousands of pieces, each
+/// cut again. Split by recursion, the chain of cuts overflowed a 2 MiB thread stack, a test
+/// thread's (a fuzz target found it): `split-guards` must finish on such a thread, and the
+/// pipeline refuse the op with an error (peel-dims would need more than its budget of
+/// statements), not crash.
+#[test]
+fn a_staircase_of_guard_bands_splits_on_a_small_stack() {
+    let op = Op::Im2Col {
+        block_shape: vec![3, 1048579],
+        dilations: None,
+        pads: Some(vec![0, 2147483647, 1, 1]),
+        strides: Some(vec![1, 1]),
+    };
+    let k = lower(&op, DType::I64, &[2, 2, 4, 2147483649]).expect("a valid op");
+    let (split, lowered) = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let pipeline = relayout_passes::Pipeline::parse("canonicalize,split-dims,split-guards");
+            let split = PassManager::new(pipeline.unwrap()).run(AnyKernel::Index(k.clone()));
+            (split, relayout_passes::lower_to_loops(&k))
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    match split {
+        Ok(AnyKernel::Index(split)) => {
+            assert!(split.stmts.len() > 1000, "{} statements", split.stmts.len())
+        }
+        other => panic!("split-guards: {other:?}"),
+    }
+    let error = lowered.expect_err("more statements than peel-dims allows");
+    assert!(
+        error
+            .to_string()
+            .contains("needs more than 16384 statements"),
+        "{error}"
+    );
+}

@@ -81,8 +81,29 @@ fn split_stmt(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stm
 }
 
 /// [`split_stmt`] of a canonical statement. Each piece is canonicalized before it is split
-/// in turn, and one that does nothing is dropped.
+/// in turn, and one that does nothing is dropped. The pieces are split depth first, in order,
+/// from a stack of their own rather than by recursion: a staircase of bands (a huge block
+/// against a huge pad, found by a fuzz target) is a chain of thousands of cuts, each piece
+/// cut again, which overflowed a thread's stack.
 fn split(s: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
+    let mut pending = vec![s];
+    while let Some(s) = pending.pop() {
+        let first = pending.len();
+        split_once(s, rounding, budget, out, &mut pending);
+        // The pieces were pushed in order; the first is split next.
+        pending[first..].reverse();
+    }
+}
+
+/// One step of [`split`]: pushes the pieces of `s` to `pieces` in order, or, when it is not
+/// split further, `s` to `out`.
+fn split_once(
+    s: Stmt,
+    rounding: bool,
+    budget: &mut usize,
+    out: &mut Vec<Stmt>,
+    pieces: &mut Vec<Stmt>,
+) {
     let Some(facts) = Facts::of(&s, rounding) else {
         out.push(s);
         return;
@@ -100,9 +121,7 @@ fn split(s: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
         let range = s.domain[cut];
         for (a, b) in [(range.lo, lo), (lo, hi), (hi, range.hi)] {
             if a < b {
-                if let Some(p) = canonicalize_with_range(&s, cut, a, b) {
-                    split(p, rounding, budget, out);
-                }
+                pieces.extend(canonicalize_with_range(&s, cut, a, b));
             }
         }
         return;
@@ -110,19 +129,15 @@ fn split(s: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
     if n <= *budget {
         *budget -= n;
         for v in r.lo..r.hi {
-            if let Some(p) = canonicalize_owned(fix_dim(&s, d, v)) {
-                split(p, rounding, budget, out);
-            }
+            pieces.extend(canonicalize_owned(fix_dim(&s, d, v)));
         }
         return;
     }
     match band_cut(&s, &facts) {
-        Some((d, pieces)) if pieces.len() <= *budget => {
-            *budget -= pieces.len();
-            for (a, z) in pieces {
-                if let Some(p) = canonicalize_with_range(&s, d, a, z) {
-                    split(p, rounding, budget, out);
-                }
+        Some((d, cuts)) if cuts.len() <= *budget => {
+            *budget -= cuts.len();
+            for (a, z) in cuts {
+                pieces.extend(canonicalize_with_range(&s, d, a, z));
             }
         }
         _ => out.push(s),
