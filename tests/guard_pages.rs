@@ -642,6 +642,58 @@ fn every_other_element_rows_in_guarded_buffers() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Pixels of three byte channels into planes by the JIT's deinterleave helper (loads of 16
+/// and 32 bytes): batches of images, one image (its pixels cut into rows), pixel counts
+/// that leave single pixels after the last whole step, the channel loop outside the pixel
+/// loop, and shapes that keep generated code (too few pixels, no row cut for one image, four
+/// channels). Each must really take its path (the listing and the compile stages say so), in
+/// guarded buffers, whole and in pieces, into a misaligned destination, against the reference.
+#[test]
+fn deinterleaved_pixels_in_guarded_buffers() {
+    let helper = [
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<16x224x224x3xui8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<5x7x13x3xui8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<1x64x64x3xi8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<3x1x97x3xbool>",
+        "Transpose {perm = [1, 0]} : tensor<8192x3xui8>",
+        "Transpose {perm = [2, 0, 1]} : tensor<2x384x3xui8>",
+    ];
+    let generated = [
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<8x3x7x3xui8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<1x97x3x3xui8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<4x64x64x4xui8>",
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<4x64x64x3xf32>",
+    ];
+    let mut failures = Vec::new();
+    for (i, spec) in helper.iter().chain(&generated).enumerate() {
+        let (op, parsed) = op_of(spec);
+        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
+        let notes = relayout::codegen_notes(&stages.loops);
+        let deinterleaved = notes.iter().all(|n| n.contains("three byte channels"));
+        assert_eq!(
+            deinterleaved,
+            i < helper.len(),
+            "{spec}: {notes:?}\n{}",
+            stages.loops
+        );
+        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
+        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
+        assert_eq!(
+            stages_run == ["verify", "helpers"],
+            deinterleaved,
+            "{spec}: {stages_run:?}"
+        );
+        if let Err(why) = check_against_reference(&op, &parsed.input, 900 + i as u64) {
+            failures.push(format!("{spec}: {why}"));
+        }
+        let src = random_bytes(byte_len(&parsed.input), 950 + i as u64);
+        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
+        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Bands of two and three shared loops whose members gather every other element (the
 /// shuffle planner loads whole vectors with the skipped bytes): inside a band, a member's nest
 /// starts at a point of the shared loops, so its vector loads are proven against the source

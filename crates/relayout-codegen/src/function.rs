@@ -2,6 +2,7 @@
 
 use crate::body::Body;
 use crate::copy;
+use crate::deinterleave::Deinterleave;
 use crate::every_other::EveryOther;
 use crate::loops::{Count, Emitter, IndexLoop};
 use crate::mem::Addr;
@@ -586,6 +587,9 @@ pub enum HelperRuns {
     /// Sums of f16 or bf16 contributions (see [`SumRuns`]), by the JIT's sum helper, eight
     /// elements at a time, with the same additions in the same order as generated code.
     Sum(SumRuns),
+    /// Rows of pixels of three byte channels into three planes (see [`Deinterleave`]), by the
+    /// JIT's deinterleave helper; generated code has no call of it.
+    Deinterleave(Deinterleave),
 }
 
 /// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of
@@ -593,8 +597,9 @@ pub enum HelperRuns {
 /// helpers: copies and fills of zeros whose runs stream (see [`copy::streams`]; in a band,
 /// only when every member streams, as in generated code), sums of f16 and bf16 contributions
 /// (see [`SumRuns`]) and the fills of zeros in a kernel of such sums, and, outside bands,
-/// transposes of 4- or 8-byte elements (see [`TransposeBlocks`]) and rows of every other
-/// source element (see [`EveryOther`]). A band's shared loops are run by the JIT around its
+/// transposes of 4- or 8-byte elements (see [`TransposeBlocks`]), rows of every other
+/// source element (see [`EveryOther`]) and pixels of three byte channels into planes (see
+/// [`Deinterleave`]). A band's shared loops are run by the JIT around its
 /// members' helpers. The statement checks of [`translate_kernel_fn`] apply, so such a kernel
 /// may be run by calling the helpers directly, with the same result as its generated
 /// function; Cranelift's fixed cost and its register allocation, most of a compile, are not
@@ -611,6 +616,10 @@ pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, Cod
             }
             if let Some(rows) = gathered_in(kernel, stmt) {
                 runs.push(HelperRuns::EveryOther(rows));
+                continue;
+            }
+            if let Some(rows) = Deinterleave::of(stmt) {
+                runs.push(HelperRuns::Deinterleave(rows));
                 continue;
             }
         }

@@ -43,6 +43,7 @@
 mod accumulate;
 mod body;
 mod copy;
+mod deinterleave;
 mod describe;
 mod error;
 mod every_other;
@@ -58,6 +59,7 @@ mod transpose;
 pub use copy::{
     prefetch_runs, streams, PREFETCH_DISTANCE, PREFETCH_RUN_MAX, STREAM_MIN_DST, STREAM_MIN_RUN,
 };
+pub use deinterleave::Deinterleave;
 pub use describe::describe;
 pub use error::CodegenError;
 pub use every_other::EveryOther;
