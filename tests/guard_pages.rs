@@ -92,6 +92,42 @@ fn misaligned_destination_failure(
     (misaligned[..] != want[..]).then(|| format!("{spec}: misaligned destination"))
 }
 
+/// For kernels one of the JIT's precompiled helpers runs (`helper`: every statement's listing
+/// says `note`, and the JIT compiles no code) and kernels of similar shapes that keep
+/// generated code (`generated`: it does neither): each against the reference in guarded
+/// buffers (one and two threads, both guards), whole and in 3 and 7 pieces, and into a
+/// misaligned destination. Seeds from `seed` on. Panics with every failure.
+fn helper_kernel_failures(helper: &[&str], generated: &[&str], note: &str, seed: u64) {
+    let mut failures = Vec::new();
+    for (i, spec) in helper.iter().chain(generated).enumerate() {
+        let (op, parsed) = op_of(spec);
+        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
+        let notes = relayout::codegen_notes(&stages.loops);
+        let helped = notes.iter().all(|n| n.contains(note));
+        assert_eq!(
+            helped,
+            i < helper.len(),
+            "{spec}: {notes:?}\n{}",
+            stages.loops
+        );
+        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
+        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
+        assert_eq!(
+            stages_run == ["verify", "helpers"],
+            helped,
+            "{spec}: {stages_run:?}"
+        );
+        if let Err(why) = check_against_reference(&op, &parsed.input, seed + i as u64) {
+            failures.push(format!("{spec}: {why}"));
+        }
+        let src = random_bytes(byte_len(&parsed.input), seed + 500 + i as u64);
+        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
+        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
+        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Compiles `op` for `input`, runs it guarded on random data, and compares with the reference
 /// implementation.
 fn check_against_reference(op: &Op, input: &TensorType, seed: u64) -> Result<(), String> {
@@ -610,36 +646,7 @@ fn every_other_element_rows_in_guarded_buffers() {
         "Slice {starts = [1], ends = [128], axes = [3], steps = [2]} : tensor<4x64x64x128xf32>",
         "Im2Col {block_shape = [2, 2], dilations = [1, 1], pads = [0, 0, 0, 0], strides = [2, 2]} : tensor<4x128x64x64xf32>",
     ];
-    let mut failures = Vec::new();
-    for (i, spec) in helper.iter().chain(&generated).enumerate() {
-        let (op, parsed) = op_of(spec);
-        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
-        let notes = relayout::codegen_notes(&stages.loops);
-        let gathered = notes
-            .iter()
-            .all(|n| n.contains("every other source element"));
-        assert_eq!(
-            gathered,
-            i < helper.len(),
-            "{spec}: {notes:?}\n{}",
-            stages.loops
-        );
-        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
-        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
-        assert_eq!(
-            stages_run == ["verify", "helpers"],
-            gathered,
-            "{spec}: {stages_run:?}"
-        );
-        if let Err(why) = check_against_reference(&op, &parsed.input, 300 + i as u64) {
-            failures.push(format!("{spec}: {why}"));
-        }
-        let src = random_bytes(byte_len(&parsed.input), 800 + i as u64);
-        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
-        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
-        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    helper_kernel_failures(&helper, &generated, "every other source element", 300);
 }
 
 /// Pixels of three byte channels into planes by the JIT's deinterleave helper (loads of 16
@@ -664,34 +671,7 @@ fn deinterleaved_pixels_in_guarded_buffers() {
         "Transpose {perm = [0, 3, 1, 2]} : tensor<4x64x64x4xui8>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<4x64x64x3xf32>",
     ];
-    let mut failures = Vec::new();
-    for (i, spec) in helper.iter().chain(&generated).enumerate() {
-        let (op, parsed) = op_of(spec);
-        let stages = relayout::lower(&op, &parsed.input).unwrap_or_else(|e| panic!("{e}"));
-        let notes = relayout::codegen_notes(&stages.loops);
-        let deinterleaved = notes.iter().all(|n| n.contains("three byte channels"));
-        assert_eq!(
-            deinterleaved,
-            i < helper.len(),
-            "{spec}: {notes:?}\n{}",
-            stages.loops
-        );
-        let kernel = relayout_jit::CompiledKernel::compile(&stages.loops).unwrap();
-        let stages_run: Vec<&str> = kernel.compile_timings().iter().map(|t| t.stage).collect();
-        assert_eq!(
-            stages_run == ["verify", "helpers"],
-            deinterleaved,
-            "{spec}: {stages_run:?}"
-        );
-        if let Err(why) = check_against_reference(&op, &parsed.input, 900 + i as u64) {
-            failures.push(format!("{spec}: {why}"));
-        }
-        let src = random_bytes(byte_len(&parsed.input), 950 + i as u64);
-        let want = relayout_reference::reference(&op, &parsed.input, &src).unwrap();
-        failures.extend(guarded_pieces_failures(spec, &kernel, &src, &want));
-        failures.extend(misaligned_destination_failure(spec, &kernel, &src, &want));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    helper_kernel_failures(&helper, &generated, "three byte channels", 900);
 }
 
 /// Bands of two and three shared loops whose members gather every other element (the
