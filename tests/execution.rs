@@ -668,20 +668,24 @@ fn half_precision_stride2_col2im_rows_agree() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Random NHWC -> NCHW (and HWC -> CHW) transposes of three byte channels, most of which
-    /// the JIT's deinterleave helper runs (rows of at least 64 pixels, a batch or a row cut),
-    /// the rest generated code: every stage and `run_threaded` against the reference.
+    /// Random NHWC <-> NCHW (and HWC <-> CHW) transposes of three byte channels, most of
+    /// which the JIT's deinterleave and interleave helpers run (rows of at least 64 pixels, a
+    /// batch or a row cut), the rest generated code: every stage and `run_threaded` against
+    /// the reference.
     #[test]
     fn random_three_channel_byte_transposes_agree(
         dtype in prop::sample::select(vec![DType::U8, DType::I8, DType::Bool]),
         batch in prop::option::of(1u64..4),
+        into_planes in any::<bool>(),
         height in 1u64..40,
         width in 1u64..70,
         seed in any::<u64>(),
     ) {
-        let (perm, dims) = match batch {
-            Some(n) => (vec![0, 3, 1, 2], vec![n, height, width, 3]),
-            None => (vec![2, 0, 1], vec![height, width, 3]),
+        let (perm, dims) = match (batch, into_planes) {
+            (Some(n), true) => (vec![0, 3, 1, 2], vec![n, height, width, 3]),
+            (Some(n), false) => (vec![0, 2, 3, 1], vec![n, 3, height, width]),
+            (None, true) => (vec![2, 0, 1], vec![height, width, 3]),
+            (None, false) => (vec![1, 2, 0], vec![3, height, width]),
         };
         let input = TensorType::new(dtype, dims);
         check_all_agree_threaded(&Op::Transpose { perm: Some(perm) }, &input, seed);

@@ -142,6 +142,17 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                 plane = rows.plane
             ));
         }
+        if let Some(crate::HelperRuns::Interleave(rows)) = runs.get(index) {
+            return Some(format!(
+                "rows of {count} pixels of three byte channels from three planes {plane} bytes \
+                 apart, by 32-byte shuffles (three plane vectors a step, one shuffle each per \
+                 pixel vector, AVX2 where the processor has it), one helper call for the whole \
+                 loop nest; every statement of the kernel is such a call, so the JIT makes the \
+                 calls itself and compiles no code",
+                count = rows.count,
+                plane = rows.plane
+            ));
+        }
         if let Some(crate::HelperRuns::Transpose(blocks)) = runs.get(index) {
             return Some(format!(
                 "{n}x{n} register transposes of {bytes}-byte elements ({n} source rows {} bytes \

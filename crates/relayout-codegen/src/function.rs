@@ -1,8 +1,8 @@
 //! One Cranelift function per loop statement: the entry block, the outer range, the nest.
 
 use crate::body::Body;
+use crate::byte_channels::{Deinterleave, Interleave};
 use crate::copy;
-use crate::deinterleave::Deinterleave;
 use crate::every_other::EveryOther;
 use crate::loops::{Count, Emitter, IndexLoop};
 use crate::mem::Addr;
@@ -590,6 +590,9 @@ pub enum HelperRuns {
     /// Rows of pixels of three byte channels into three planes (see [`Deinterleave`]), by the
     /// JIT's deinterleave helper; generated code has no call of it.
     Deinterleave(Deinterleave),
+    /// Rows of pixels of three byte channels from three planes (see [`Interleave`]), by the
+    /// JIT's interleave helper; generated code has no call of it.
+    Interleave(Interleave),
 }
 
 /// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of
@@ -598,8 +601,8 @@ pub enum HelperRuns {
 /// only when every member streams, as in generated code), sums of f16 and bf16 contributions
 /// (see [`SumRuns`]) and the fills of zeros in a kernel of such sums, and, outside bands,
 /// transposes of 4- or 8-byte elements (see [`TransposeBlocks`]), rows of every other
-/// source element (see [`EveryOther`]) and pixels of three byte channels into planes (see
-/// [`Deinterleave`]). A band's shared loops are run by the JIT around its
+/// source element (see [`EveryOther`]) and pixels of three byte channels into planes and
+/// back (see [`Deinterleave`] and [`Interleave`]). A band's shared loops are run by the JIT around its
 /// members' helpers. The statement checks of [`translate_kernel_fn`] apply, so such a kernel
 /// may be run by calling the helpers directly, with the same result as its generated
 /// function; Cranelift's fixed cost and its register allocation, most of a compile, are not
@@ -620,6 +623,10 @@ pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, Cod
             }
             if let Some(rows) = Deinterleave::of(stmt) {
                 runs.push(HelperRuns::Deinterleave(rows));
+                continue;
+            }
+            if let Some(rows) = Interleave::of(stmt) {
+                runs.push(HelperRuns::Interleave(rows));
                 continue;
             }
         }

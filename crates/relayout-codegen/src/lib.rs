@@ -42,8 +42,8 @@
 
 mod accumulate;
 mod body;
+mod byte_channels;
 mod copy;
-mod deinterleave;
 mod describe;
 mod error;
 mod every_other;
@@ -56,10 +56,10 @@ mod shuffle;
 mod sum;
 mod transpose;
 
+pub use byte_channels::{Deinterleave, Interleave};
 pub use copy::{
     prefetch_runs, streams, PREFETCH_DISTANCE, PREFETCH_RUN_MAX, STREAM_MIN_DST, STREAM_MIN_RUN,
 };
-pub use deinterleave::Deinterleave;
 pub use describe::describe;
 pub use error::CodegenError;
 pub use every_other::EveryOther;

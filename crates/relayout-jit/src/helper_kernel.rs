@@ -4,7 +4,7 @@
 //! helpers (`relayout_codegen::helper_kernel`: a copy or a fill of zeros into an output of
 //! 8 MiB or more, in runs of whole cache lines; a transpose of 4- or 8-byte elements into such
 //! an output, in register blocks; rows of every other source element; pixels of three byte
-//! channels into planes; Col2Im's sums of f16 and bf16 contributions, and the zero fill of the
+//! channels into planes and back; Col2Im's sums of f16 and bf16 contributions, and the zero fill of the
 //! planes they add onto), the JIT calls those
 //! helpers itself, with the same loops, strides and offsets, and compiles nothing: Cranelift's
 //! fixed cost and its register allocation were most of such a kernel's compile time (a padded
@@ -19,9 +19,9 @@
 //! generated function does.
 
 use crate::helpers::{
-    relayout_deinterleave_nest, relayout_store_fence, relayout_stream_copy_nest,
-    relayout_stream_every_other_nest, relayout_stream_transpose_nest, relayout_stream_zero_nest,
-    sum_nest, zero_nest, RowForm, StreamLoop, SumNest, SumShape,
+    relayout_deinterleave_nest, relayout_interleave_nest, relayout_store_fence,
+    relayout_stream_copy_nest, relayout_stream_every_other_nest, relayout_stream_transpose_nest,
+    relayout_stream_zero_nest, sum_nest, zero_nest, RowForm, StreamLoop, SumNest, SumShape,
 };
 use relayout_codegen::{HelperRuns, RUN_ALL};
 use relayout_ir::{LoopKernel, LoopStmt, Unit};
@@ -57,6 +57,7 @@ impl HelperStmt {
             HelperRuns::Transpose(blocks) => blocks.loops(stmt),
             HelperRuns::EveryOther(rows) => rows.loops(stmt),
             HelperRuns::Deinterleave(rows) => rows.loops(stmt),
+            HelperRuns::Interleave(rows) => rows.loops(stmt),
             HelperRuns::Sum(sums) => {
                 let row_loops = sums.row.map_or(0, |r| r.loops());
                 stmt.loops[..sums.split - row_loops].to_vec()
@@ -162,6 +163,9 @@ impl HelperStmt {
                 }
                 HelperRuns::Deinterleave(rows) => {
                     relayout_deinterleave_nest(dst, src, rows.count, rows.plane, nest, depth)
+                }
+                HelperRuns::Interleave(rows) => {
+                    relayout_interleave_nest(dst, src, rows.count, rows.plane, nest, depth)
                 }
                 HelperRuns::Sum(_) => {
                     if let Some(sums) = &self.sum {

@@ -1,7 +1,8 @@
 //! The Rust functions that generated code calls (see `relayout_codegen::Helper`). They are
-//! registered with the JIT under their symbol names in `module.rs`. Three more,
-//! `relayout_stream_transpose_nest`, `relayout_stream_every_other_nest` and
-//! `relayout_deinterleave_nest`, are called only by the JIT itself (`helper_kernel.rs`), so they are not `Helper`s and have no symbols; nor are
+//! registered with the JIT under their symbol names in `module.rs`. Four more,
+//! `relayout_stream_transpose_nest`, `relayout_stream_every_other_nest`,
+//! `relayout_deinterleave_nest` and `relayout_interleave_nest`, are called only by the JIT
+//! itself (`helper_kernel.rs`), so they are not `Helper`s and have no symbols; nor are
 //! the sums of `helpers/sum.rs`, which the JIT runs for kernels without generated code.
 
 use half::{bf16, f16};
@@ -11,12 +12,12 @@ use relayout_ir::half_sum;
 // Prefetching is x86-64 only: elsewhere the streaming helpers are plain copies.
 #[cfg(target_arch = "x86_64")]
 mod ahead;
-mod deinterleave;
+mod byte_channels;
 mod every_other;
 mod stream;
 mod sum;
 
-pub use deinterleave::relayout_deinterleave_nest;
+pub use byte_channels::{relayout_deinterleave_nest, relayout_interleave_nest};
 pub use every_other::relayout_stream_every_other_nest;
 pub use stream::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
