@@ -650,10 +650,10 @@ fn every_other_element_rows_in_guarded_buffers() {
 }
 
 /// Pixels of three byte channels into planes by the JIT's deinterleave helper (loads of 16
-/// and 32 bytes): batches of images, one image (its pixels cut into rows), pixel counts
-/// that leave single pixels after the last whole step, the channel loop outside the pixel
-/// loop, and shapes that keep generated code (too few pixels, no row cut for one image, four
-/// channels). Each must really take its path (the listing and the compile stages say so), in
+/// and 32 bytes): batches of images, one image (its pixels cut into rows, the channel loop
+/// outside them), pixel counts that leave single pixels after the last whole step, the
+/// channel loop outside the pixel loop, and shapes that keep generated code (too few pixels,
+/// no row cut for one image, four channels). Each must really take its path (the listing and the compile stages say so), in
 /// guarded buffers, whole and in pieces, into a misaligned destination, against the reference.
 #[test]
 fn deinterleaved_pixels_in_guarded_buffers() {
@@ -662,12 +662,13 @@ fn deinterleaved_pixels_in_guarded_buffers() {
         "Transpose {perm = [0, 3, 1, 2]} : tensor<5x7x13x3xui8>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<3x1x97x3xbool>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<2x32x56x3xi8>",
-    ];
-    // A single image's channel loop is outside its pixel loop: threads would cut channels.
-    let generated = [
+        // A single image: its channel loop is outside its pixel loop, and threads cut the
+        // helper's rows of pixels, not the channels.
         "Transpose {perm = [0, 3, 1, 2]} : tensor<1x64x64x3xi8>",
         "Transpose {perm = [1, 0]} : tensor<8192x3xui8>",
         "Transpose {perm = [2, 0, 1]} : tensor<32x56x3xui8>",
+    ];
+    let generated = [
         "Transpose {perm = [0, 3, 1, 2]} : tensor<8x3x7x3xui8>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<1x97x3x3xui8>",
         "Transpose {perm = [0, 3, 1, 2]} : tensor<4x64x64x4xui8>",

@@ -23,10 +23,9 @@
 //! helpers' order, all three channels of a few pixels at a time, gives the same bytes). A row
 //! is X's whole extent, at least [`MIN_PIXELS`] pixels, or, when X and F are the statement's
 //! only loops (a single image, its height and width coalesced), the row cuts of [`ROW_CUTS`]
-//! (the first that divides X's extent), so that the nest has an outer loop; then X must be
-//! the outer of the two, since a threaded run cuts the statement's outermost loop into pieces
-//! and pieces of F would be channels, not rows (a single image into planes, whose channel loop
-//! the passes put outside, keeps generated code). Each row's loads
+//! (the first that divides X's extent), so that the nest has an outer loop for threads to cut
+//! (the JIT cuts a helper's nest, not the statement's loops: pieces of rows, not of channels,
+//! whichever of X and F is outside). Each row's loads
 //! cover exactly the bytes the statement reads for it and its stores the bytes it writes, both
 //! proven inside the tensors by the verifier: the pixels after the last whole step are moved
 //! one by one.
@@ -97,13 +96,11 @@ fn rows(stmt: &LoopStmt, into_planes: bool) -> Option<(u64, i64, bool)> {
     } else {
         return None;
     };
-    let count = match (outer.is_empty(), f_inner) {
-        (false, _) => x.extent,
-        // X alone is cut into rows, the nest's outer loop. Threads split a statement's
-        // outermost loop: X's pieces are rows (or parts of one), each row run once; but
-        // F's pieces (channels) are not, so with F outermost the generated code serves.
-        (true, true) => ROW_CUTS.into_iter().find(|&cut| x.extent % cut == 0)?,
-        (true, false) => return None,
+    let count = if outer.is_empty() {
+        // X alone is cut into rows, the nest's outer loop (the loop threads cut).
+        ROW_CUTS.into_iter().find(|&cut| x.extent % cut == 0)?
+    } else {
+        x.extent
     };
     let disjoint = relayout_ir::dependence::points_disjoint(stmt, 0);
     (count >= MIN_PIXELS && disjoint).then_some((count, sides(f).1, f_inner))
@@ -201,13 +198,15 @@ mod tests {
         let rows = Deinterleave::of(&one).expect("one image");
         assert_eq!(rows.count, 1024);
         assert_eq!(rows.loops(&one), vec![lp(49, 3072, 1024)]);
-        // Not with the channel loop outside: a threaded run would cut the channels, not the
-        // rows (a proptest found a run in two pieces leaving rows unwritten).
+        // The channel loop outside: the same rows (the JIT's threads cut the rows' loop, not
+        // the statement's outer loop of channels).
         let one_swapped = LoopStmt {
             loops: vec![lp(3, 1, 50176), lp(50176, 3, 1)],
             ..images()
         };
-        assert_eq!(Deinterleave::of(&one_swapped), None);
+        let rows = Deinterleave::of(&one_swapped).expect("one image, channels outside");
+        assert_eq!((rows.count, rows.f_inner), (1024, false));
+        assert_eq!(rows.loops(&one_swapped), vec![lp(49, 3072, 1024)]);
     }
 
     /// The same statements with source and destination swapped are interleaves.
@@ -237,7 +236,8 @@ mod tests {
             loops: vec![lp(3, 1, 50176), lp(50176, 3, 1)],
             ..images()
         });
-        assert_eq!(Interleave::of(&one_swapped), None);
+        let rows = Interleave::of(&one_swapped).expect("one image, channels outside");
+        assert_eq!(rows.loops(&one_swapped), vec![lp(49, 1024, 3072)]);
         // Interleaves of other kinds: two-byte elements, images written over each other.
         assert_eq!(
             Interleave::of(&LoopStmt {

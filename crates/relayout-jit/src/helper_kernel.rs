@@ -14,7 +14,8 @@
 //!
 //! The entries keep the contract of a kernel function (see `module.rs`): entry `k` runs unit
 //! `k` of the schedule (a statement or a band) over the iterations `[start, min(end,
-//! extent))` of its outer loop (a statement without loops: its one run when `start < end`),
+//! extent))` of its outer loop (for a statement, the outer loop of its helper's nest, which
+//! [`helper_cut`] gives the threaded runs) (a statement without loops: its one run when `start < end`),
 //! `RUN_ALL` runs every unit in order, and every call ends with a store fence, as the
 //! generated function does.
 
@@ -23,8 +24,9 @@ use crate::helpers::{
     relayout_stream_copy_nest, relayout_stream_every_other_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, sum_nest, zero_nest, RowForm, StreamLoop, SumNest, SumShape,
 };
+use crate::module::outer_iterations_disjoint;
 use relayout_codegen::{HelperRuns, RUN_ALL};
-use relayout_ir::{LoopKernel, LoopStmt, Unit};
+use relayout_ir::{Loop, LoopKernel, LoopStmt, Unit};
 
 /// One statement of a helper kernel, as its helper reads its nest.
 pub(crate) struct HelperStmt {
@@ -51,19 +53,50 @@ struct Sums {
     row: Option<RowForm>,
 }
 
+/// The nest `runs`' helper runs for `stmt`: its points partition the statement's points.
+fn helper_nest(stmt: &LoopStmt, runs: HelperRuns) -> Vec<Loop> {
+    match runs {
+        HelperRuns::Transpose(blocks) => blocks.loops(stmt),
+        HelperRuns::EveryOther(rows) => rows.loops(stmt),
+        HelperRuns::Deinterleave(rows) => rows.loops(stmt),
+        HelperRuns::Interleave(rows) => rows.loops(stmt),
+        HelperRuns::Sum(sums) => {
+            let row_loops = sums.row.map_or(0, |r| r.loops());
+            stmt.loops[..sums.split - row_loops].to_vec()
+        }
+        HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear => stmt.loops.clone(),
+    }
+}
+
+/// How a threaded run may cut `stmt` when `runs`' helper runs it: the extent of the loop
+/// whose iterations the pieces are (the outer loop of the helper's nest, which is not the
+/// statement's outer loop when the helper blocks or drops it: a transpose's register blocks,
+/// the rows one long loop is cut into, rows of pixels under a loop of channels; 1 for a nest
+/// without loops, which runs as one piece) and whether different iterations of it write
+/// disjoint destination bytes.
+pub(crate) fn helper_cut(stmt: &LoopStmt, runs: HelperRuns) -> (u64, bool) {
+    let nest = helper_nest(stmt, runs);
+    let Some(outer) = nest.first() else {
+        return (1, false);
+    };
+    let disjoint = match runs {
+        // A prefix of the statement's loops: its outer loop is the statement's.
+        HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear | HelperRuns::Sum(_) => {
+            outer_iterations_disjoint(stmt)
+        }
+        // Blocks or rows of the statement's points: different iterations are different
+        // points, which write disjoint bytes when every point does.
+        HelperRuns::Transpose(_)
+        | HelperRuns::EveryOther(_)
+        | HelperRuns::Deinterleave(_)
+        | HelperRuns::Interleave(_) => relayout_ir::dependence::points_disjoint(stmt, 0),
+    };
+    (outer.extent, disjoint)
+}
+
 impl HelperStmt {
     fn new(stmt: &LoopStmt, runs: HelperRuns) -> HelperStmt {
-        let nest = match runs {
-            HelperRuns::Transpose(blocks) => blocks.loops(stmt),
-            HelperRuns::EveryOther(rows) => rows.loops(stmt),
-            HelperRuns::Deinterleave(rows) => rows.loops(stmt),
-            HelperRuns::Interleave(rows) => rows.loops(stmt),
-            HelperRuns::Sum(sums) => {
-                let row_loops = sums.row.map_or(0, |r| r.loops());
-                stmt.loops[..sums.split - row_loops].to_vec()
-            }
-            HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear => stmt.loops.clone(),
-        };
+        let nest = helper_nest(stmt, runs);
         let reads_src = !matches!(runs, HelperRuns::Zero | HelperRuns::Clear);
         HelperStmt {
             runs,

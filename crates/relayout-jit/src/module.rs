@@ -36,7 +36,7 @@
 //! running then, because every call borrows the `JitCode`.
 
 use crate::error::{Operand, RunError};
-use crate::helper_kernel::HelperKernel;
+use crate::helper_kernel::{helper_cut, HelperKernel};
 use crate::{cranelift_timing, helpers, isa, threads, Element, JitError, StmtSplit};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
@@ -485,9 +485,10 @@ impl JitCode {
             .filter(|&(index, _)| !in_band(index))
             .filter_map(|(index, stmt)| Some((index, wide_variant(stmt)?)))
             .collect();
-        let main = match relayout_codegen::helper_kernel(kernel)? {
+        let helper_runs = relayout_codegen::helper_kernel(kernel)?;
+        let main = match &helper_runs {
             Some(runs) => {
-                let helpers = HelperKernel::new(kernel, &runs);
+                let helpers = HelperKernel::new(kernel, runs);
                 lap(&mut timings, &mut clock, "helpers", &[]);
                 Main::Helpers(helpers)
             }
@@ -501,11 +502,22 @@ impl JitCode {
         let mut stmts: Vec<StmtCode> = kernel
             .stmts
             .iter()
-            .map(|stmt| StmtCode {
-                extent: stmt.loops.first().map_or(1, |l| l.extent),
-                disjoint: outer_iterations_disjoint(stmt),
-                work: stmt.trip_count().saturating_mul(stmt.bytes),
-                wide: None,
+            .enumerate()
+            .map(|(i, stmt)| {
+                // Threads cut the loop the entry runs pieces of: a helper's nest's outer loop.
+                let (extent, disjoint) = match &helper_runs {
+                    Some(runs) => helper_cut(stmt, runs[i]),
+                    None => (
+                        stmt.loops.first().map_or(1, |l| l.extent),
+                        outer_iterations_disjoint(stmt),
+                    ),
+                };
+                StmtCode {
+                    extent,
+                    disjoint,
+                    work: stmt.trip_count().saturating_mul(stmt.bytes),
+                    wide: None,
+                }
             })
             .collect();
         // The collapsed forms: only their entries are numbered now; their statements are
@@ -1121,6 +1133,113 @@ mod tests {
             for e in [units, units + 1, 1 << 32, (1 << 32) + 1, RUN_ALL - 1] {
                 assert_eq!(run(e, 0, 1), vec![0; 8], "{units} units, entry {e}");
             }
+        }
+    }
+
+    /// A helper kernel's threaded pieces are pieces of its helper's nest, which is not the
+    /// statement's loops when the helper blocks or drops its outer loop: one image into planes
+    /// (its outer loop is the three channels; the helper's nest is rows of pixels), one image
+    /// from planes, and every other element of one long loop (cut into rows). Each of 3 pieces of the cut loop, run
+    /// alone, writes some bytes, none that another piece writes, and together they write what
+    /// the whole run writes, with the same values. The statements' own outer loops gave one
+    /// piece all the work (or, for the channels, left rows unwritten).
+    #[test]
+    fn helper_kernel_pieces_are_pieces_of_the_helpers_nest() {
+        use relayout_ir::{DType, TensorType};
+        let lp = |extent: u64, src_stride: i64, dst_stride: i64| Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        };
+        let pixels = 50176u64;
+        let copy = |dtype: DType, src: u64, dst: u64, loops: Vec<Loop>| LoopKernel {
+            name: "helped".into(),
+            src: TensorType::new(dtype, [src]),
+            dst: TensorType::new(dtype, [dst]),
+            stmts: vec![LoopStmt {
+                action: LoopAction::Copy,
+                bytes: dtype.size(),
+                src_offset: 0,
+                dst_offset: 0,
+                loops,
+            }],
+            bands: Vec::new(),
+        };
+        let n = 3 * pixels;
+        let every_other = 1u64 << 21;
+        let kernels = [
+            (
+                "one image into planes",
+                copy(
+                    DType::U8,
+                    n,
+                    n,
+                    vec![lp(3, 1, pixels as i64), lp(pixels, 3, 1)],
+                ),
+            ),
+            (
+                "one image from planes",
+                copy(
+                    DType::U8,
+                    n,
+                    n,
+                    vec![lp(3, pixels as i64, 1), lp(pixels, 1, 3)],
+                ),
+            ),
+            (
+                "every other element of one loop",
+                copy(
+                    DType::F32,
+                    2 * every_other,
+                    every_other,
+                    vec![lp(every_other, 8, 4)],
+                ),
+            ),
+        ];
+        for (what, kernel) in &kernels {
+            let code = JitCode::compile(kernel).unwrap();
+            assert!(matches!(code.main, Main::Helpers(_)), "{what}: not helped");
+            let (extent, disjoint) = (code.stmts[0].extent, code.stmts[0].disjoint);
+            assert!(disjoint && extent >= 3, "{what}: extent {extent}");
+            let src_len = kernel.src.size_bytes().unwrap() as usize;
+            let dst_len = kernel.dst.size_bytes().unwrap() as usize;
+            let src: Vec<u8> = (0..src_len).map(|i| (i * 7 + 3) as u8).collect();
+            // The bytes a run writes (those that differ from both fillings) and their values.
+            let run = |start: u64, end: u64| -> Vec<Option<u8>> {
+                let fillings = [0x00u8, 0xff].map(|fill| {
+                    let mut dst = vec![fill; dst_len];
+                    // SAFETY: the kernel is verified, the buffers have its sizes and do not
+                    // overlap, the range is inside entry 0's loop, and nothing else runs.
+                    unsafe {
+                        code.call(Callee::Main, src.as_ptr(), dst.as_mut_ptr(), 0, start, end)
+                    };
+                    dst
+                });
+                (0..dst_len)
+                    .map(|i| {
+                        let (a, b) = (fillings[0][i], fillings[1][i]);
+                        (a == b).then_some(a)
+                    })
+                    .collect()
+            };
+            let whole = run(0, extent);
+            assert!(whole.iter().all(Option::is_some), "{what}: the whole run");
+            let mut union: Vec<Option<u8>> = vec![None; dst_len];
+            for range in split_even(extent, 3) {
+                let piece = run(range.start, range.end);
+                let written = piece.iter().filter(|b| b.is_some()).count();
+                assert!(
+                    written > 0,
+                    "{what}: piece {range:?} of {extent} writes nothing"
+                );
+                for (u, b) in union.iter_mut().zip(&piece) {
+                    if b.is_some() {
+                        assert!(u.is_none(), "{what}: pieces overlap at {range:?}");
+                        *u = *b;
+                    }
+                }
+            }
+            assert_eq!(union, whole, "{what}: the pieces are not the whole run");
         }
     }
 }
