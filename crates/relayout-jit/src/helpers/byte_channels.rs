@@ -26,32 +26,8 @@ pub unsafe fn relayout_deinterleave_nest(
     loops: *const StreamLoop,
     depth: u64,
 ) {
-    // SAFETY: the caller's contract, for the loops.
-    let loops = unsafe { nest(loops, depth) };
-    let (count, plane) = (count as usize, plane as isize);
-    #[cfg(target_arch = "x86_64")]
-    {
-        // A row is at least `relayout_codegen::deinterleave::MIN_PIXELS` pixels: one call of
-        // the row function each is a small part of it.
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the caller's contract for every row; the processor has AVX2.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::row_avx2(d, s, count, plane)
-            });
-            return;
-        }
-        if std::arch::is_x86_feature_detected!("ssse3") {
-            // SAFETY: the caller's contract for every row; the processor has SSSE3.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::row_ssse3(d, s, count, plane)
-            });
-            return;
-        }
-    }
-    // SAFETY: the caller's contract for every row.
-    each_run(dst, src, loops, &mut |d, s| unsafe {
-        pixels(d, s, 0..count, plane)
-    });
+    // SAFETY: the caller's contract.
+    unsafe { run_rows(Direction::IntoPlanes, dst, src, count, plane, loops, depth) }
 }
 
 /// At every point of a loop nest of `depth` loops (`loops`, outermost first; one row when
@@ -71,30 +47,101 @@ pub unsafe fn relayout_interleave_nest(
     loops: *const StreamLoop,
     depth: u64,
 ) {
+    // SAFETY: the caller's contract.
+    unsafe { run_rows(Direction::IntoPixels, dst, src, count, plane, loops, depth) }
+}
+
+/// Which way a row's bytes move.
+#[derive(Clone, Copy, Debug)]
+enum Direction {
+    /// Interleaved pixels into three planes ([`relayout_deinterleave_nest`]).
+    IntoPlanes,
+    /// Three planes into interleaved pixels ([`relayout_interleave_nest`]).
+    IntoPixels,
+}
+
+/// One row of `count` pixels between the pixels' side and the planes' side (planes `plane`
+/// bytes apart), from `src` to `dst`, in one [`Direction`].
+///
+/// # Safety
+/// As the entry of its direction, for one row.
+type Row = unsafe fn(dst: *mut u8, src: *const u8, count: usize, plane: isize);
+
+/// The row functions of `direction` that this processor runs, named, fastest first: AVX2,
+/// SSSE3 (each where the processor has it), then bytes. The entries take the first; the tests
+/// check them all.
+fn row_paths(direction: Direction) -> Vec<(&'static str, Row)> {
+    let mut paths: Vec<(&'static str, Row)> = Vec::with_capacity(3);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (avx2, ssse3): (Row, Row) = match direction {
+            Direction::IntoPlanes => (x86::row_avx2, x86::row_ssse3),
+            Direction::IntoPixels => (x86::merge_row_avx2, x86::merge_row_ssse3),
+        };
+        if std::arch::is_x86_feature_detected!("avx2") {
+            paths.push(("avx2", avx2));
+        }
+        if std::arch::is_x86_feature_detected!("ssse3") {
+            paths.push(("ssse3", ssse3));
+        }
+    }
+    let bytes: Row = match direction {
+        Direction::IntoPlanes => row_bytes,
+        Direction::IntoPixels => merge_row_bytes,
+    };
+    paths.push(("bytes", bytes));
+    paths
+}
+
+/// The fastest row function of `direction` (the first of [`row_paths`]), found once.
+fn best_row(direction: Direction) -> Row {
+    static BEST: std::sync::OnceLock<[Row; 2]> = std::sync::OnceLock::new();
+    let best = BEST
+        .get_or_init(|| [Direction::IntoPlanes, Direction::IntoPixels].map(|d| row_paths(d)[0].1));
+    best[direction as usize]
+}
+
+/// Every row of the nest in `direction`, by the fastest row function. A row is at least
+/// `relayout_codegen::byte_channels::MIN_PIXELS` pixels: one call of the row function each is
+/// a small part of it.
+///
+/// # Safety
+/// As the entry of `direction`.
+unsafe fn run_rows(
+    direction: Direction,
+    dst: *mut u8,
+    src: *const u8,
+    count: u64,
+    plane: i64,
+    loops: *const StreamLoop,
+    depth: u64,
+) {
     // SAFETY: the caller's contract, for the loops.
     let loops = unsafe { nest(loops, depth) };
     let (count, plane) = (count as usize, plane as isize);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the caller's contract for every row; the processor has AVX2.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::merge_row_avx2(d, s, count, plane)
-            });
-            return;
-        }
-        if std::arch::is_x86_feature_detected!("ssse3") {
-            // SAFETY: the caller's contract for every row; the processor has SSSE3.
-            each_run(dst, src, loops, &mut |d, s| unsafe {
-                x86::merge_row_ssse3(d, s, count, plane)
-            });
-            return;
-        }
-    }
-    // SAFETY: the caller's contract for every row.
+    let row = best_row(direction);
+    // SAFETY: the caller's contract for every row; the row function runs on this processor.
     each_run(dst, src, loops, &mut |d, s| unsafe {
-        merged_pixels(d, s, 0..count, plane)
+        row(d, s, count, plane)
     });
+}
+
+/// One row into planes, byte by byte.
+///
+/// # Safety
+/// As [`relayout_deinterleave_nest`], for one row.
+unsafe fn row_bytes(d: *mut u8, s: *const u8, count: usize, plane: isize) {
+    // SAFETY: the caller's contract.
+    unsafe { pixels(d, s, 0..count, plane) }
+}
+
+/// One row from planes, byte by byte.
+///
+/// # Safety
+/// As [`relayout_interleave_nest`], for one row.
+unsafe fn merge_row_bytes(d: *mut u8, s: *const u8, count: usize, plane: isize) {
+    // SAFETY: the caller's contract.
+    unsafe { merged_pixels(d, s, 0..count, plane) }
 }
 
 /// Pixels `range` of a row from the planes, byte by byte.
@@ -355,41 +402,35 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// Rows of `count` pixels at every point of `loops` from a random source, by every path
-    /// the processor has (AVX2, SSSE3, bytes): the planes hold exactly each channel, and
-    /// nothing around them is written.
-    fn check(count: usize, plane: usize, loops: &[StreamLoop]) {
+    /// Rows of `count` pixels at every point of `loops` in `direction` (planes `plane` bytes
+    /// apart), from a random source, by every path the processor has (AVX2, SSSE3, bytes)
+    /// and by the entry: the destination holds exactly each byte where it belongs, and
+    /// nothing around it is written.
+    fn check(direction: Direction, count: usize, plane: usize, loops: &[StreamLoop]) {
         let rows: usize = loops.iter().map(|l| l.count as usize).product();
         let src_stride = loops.last().map_or(0, |l| l.src_stride as usize);
         let dst_stride = loops.last().map_or(0, |l| l.dst_stride as usize);
-        let src_len = (rows - 1) * src_stride + C * count;
+        // Byte `c` of pixel `x` on the pixels' side and on the planes' side of a row.
+        let pixel_byte = |x: usize, c: usize| C * x + c;
+        let plane_byte = |x: usize, c: usize| c * plane + x;
+        type At<'a> = &'a dyn Fn(usize, usize) -> usize;
+        let (src_at, dst_at): (At, At) = match direction {
+            Direction::IntoPlanes => (&pixel_byte, &plane_byte),
+            Direction::IntoPixels => (&plane_byte, &pixel_byte),
+        };
+        let src_len = (rows - 1) * src_stride + src_at(count - 1, C - 1) + 1;
         let src: Vec<u8> = (0..src_len).map(|i| (i * 7 + 3) as u8).collect();
-        let dst_len = 32 + (rows - 1) * dst_stride + 2 * plane + count + 32;
+        let dst_len = 32 + (rows - 1) * dst_stride + dst_at(count - 1, C - 1) + 1 + 32;
         let mut want = vec![0xa5u8; dst_len];
         for r in 0..rows {
             for x in 0..count {
                 for c in 0..C {
-                    want[32 + r * dst_stride + c * plane + x] = src[r * src_stride + C * x + c];
+                    want[32 + r * dst_stride + dst_at(x, c)] = src[r * src_stride + src_at(x, c)];
                 }
             }
         }
-        type Row = unsafe fn(*mut u8, *const u8, usize, isize);
-        let mut paths: Vec<(&str, Row)> = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                paths.push(("avx2", x86::row_avx2));
-            }
-            if std::arch::is_x86_feature_detected!("ssse3") {
-                paths.push(("ssse3", x86::row_ssse3));
-            }
-        }
-        fn bytes(d: *mut u8, s: *const u8, count: usize, plane: isize) {
-            // SAFETY: as the callers below, for one row.
-            unsafe { pixels(d, s, 0..count, plane) }
-        }
-        paths.push(("bytes", bytes));
-        for (name, row) in paths {
+        let what = format!("{direction:?}: {count} pixels, planes {plane} apart, {loops:?}");
+        for (name, row) in row_paths(direction) {
             let mut dst = vec![0xa5u8; dst_len];
             // SAFETY: every row's loads and stores are inside the two vectors.
             each_run(
@@ -398,16 +439,16 @@ mod tests {
                 loops,
                 &mut |d, s| unsafe { row(d, s, count, plane as isize) },
             );
-            assert_eq!(
-                dst, want,
-                "{name}: {count} pixels, planes {plane} apart, {loops:?}"
-            );
+            assert_eq!(dst, want, "{name}: {what}");
         }
-        // And the entry, on whatever path it takes.
+        let entry = match direction {
+            Direction::IntoPlanes => relayout_deinterleave_nest,
+            Direction::IntoPixels => relayout_interleave_nest,
+        };
         let mut dst = vec![0xa5u8; dst_len];
         // SAFETY: as above.
         unsafe {
-            relayout_deinterleave_nest(
+            entry(
                 dst.as_mut_ptr().add(32),
                 src.as_ptr(),
                 count as u64,
@@ -416,97 +457,29 @@ mod tests {
                 loops.len() as u64,
             )
         };
-        assert_eq!(dst, want, "entry: {count} pixels, planes {plane} apart");
+        assert_eq!(dst, want, "entry: {what}");
     }
 
-    /// The mirror image of [`check`]: rows of `count` pixels made from three planes `plane`
-    /// bytes apart, by every path, and by the entry.
-    fn check_merge(count: usize, plane: usize, loops: &[StreamLoop]) {
-        let rows: usize = loops.iter().map(|l| l.count as usize).product();
-        let src_stride = loops.last().map_or(0, |l| l.src_stride as usize);
-        let dst_stride = loops.last().map_or(0, |l| l.dst_stride as usize);
-        let src_len = (rows - 1) * src_stride + 2 * plane + count;
-        let src: Vec<u8> = (0..src_len).map(|i| (i * 7 + 3) as u8).collect();
-        let dst_len = 32 + (rows - 1) * dst_stride + C * count + 32;
-        let mut want = vec![0xa5u8; dst_len];
-        for r in 0..rows {
-            for x in 0..count {
-                for c in 0..C {
-                    want[32 + r * dst_stride + C * x + c] = src[r * src_stride + c * plane + x];
+    /// Row lengths around the steps of 16 and 32 pixels, planes packed and apart, one row and
+    /// three rows of a loop (whose strides leave gaps between rows), in both directions.
+    #[test]
+    fn every_path_moves_each_channel_to_its_place() {
+        for direction in [Direction::IntoPlanes, Direction::IntoPixels] {
+            for count in [1, 15, 16, 17, 31, 32, 33, 47, 48, 64, 95, 100, 1000] {
+                for plane in [count, count + 5, 3 * count + 64] {
+                    check(direction, count, plane, &[]);
+                    let (pixel_row, planes_row) = ((C * count + 7) as i64, (3 * plane + 1) as i64);
+                    let (src_stride, dst_stride) = match direction {
+                        Direction::IntoPlanes => (pixel_row, planes_row),
+                        Direction::IntoPixels => (planes_row, pixel_row),
+                    };
+                    let row = StreamLoop {
+                        count: 3,
+                        src_stride,
+                        dst_stride,
+                    };
+                    check(direction, count, plane, &[row]);
                 }
-            }
-        }
-        type Row = unsafe fn(*mut u8, *const u8, usize, isize);
-        let mut paths: Vec<(&str, Row)> = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                paths.push(("avx2", x86::merge_row_avx2));
-            }
-            if std::arch::is_x86_feature_detected!("ssse3") {
-                paths.push(("ssse3", x86::merge_row_ssse3));
-            }
-        }
-        fn bytes(d: *mut u8, s: *const u8, count: usize, plane: isize) {
-            // SAFETY: as the callers below, for one row.
-            unsafe { merged_pixels(d, s, 0..count, plane) }
-        }
-        paths.push(("bytes", bytes));
-        for (name, row) in paths {
-            let mut dst = vec![0xa5u8; dst_len];
-            // SAFETY: every row's loads and stores are inside the two vectors.
-            each_run(
-                dst.as_mut_ptr().wrapping_add(32),
-                src.as_ptr(),
-                loops,
-                &mut |d, s| unsafe { row(d, s, count, plane as isize) },
-            );
-            assert_eq!(
-                dst, want,
-                "{name}: {count} pixels, planes {plane} apart, {loops:?}"
-            );
-        }
-        let mut dst = vec![0xa5u8; dst_len];
-        // SAFETY: as above.
-        unsafe {
-            relayout_interleave_nest(
-                dst.as_mut_ptr().add(32),
-                src.as_ptr(),
-                count as u64,
-                plane as i64,
-                loops.as_ptr(),
-                loops.len() as u64,
-            )
-        };
-        assert_eq!(dst, want, "entry: {count} pixels, planes {plane} apart");
-    }
-
-    #[test]
-    fn pixels_hold_each_plane() {
-        for count in [1, 15, 16, 17, 31, 32, 33, 47, 48, 64, 95, 100, 1000] {
-            for plane in [count, count + 5, 3 * count + 64] {
-                check_merge(count, plane, &[]);
-                let row = StreamLoop {
-                    count: 3,
-                    src_stride: (3 * plane + 1) as i64,
-                    dst_stride: (C * count + 7) as i64,
-                };
-                check_merge(count, plane, &[row]);
-            }
-        }
-    }
-
-    #[test]
-    fn planes_hold_each_channel() {
-        for count in [1, 15, 16, 17, 31, 32, 33, 47, 48, 64, 95, 100, 1000] {
-            for plane in [count, count + 5, 3 * count + 64] {
-                check(count, plane, &[]);
-                let row = StreamLoop {
-                    count: 3,
-                    src_stride: (C * count + 7) as i64,
-                    dst_stride: (3 * plane + 1) as i64,
-                };
-                check(count, plane, &[row]);
             }
         }
     }
