@@ -83,6 +83,11 @@ const VARIANTS: &[(&str, &str)] = &[
         r#"Transpose {perm = [0, 2, 3, 1]} : tensor<2x3x4x5xf32>"#,
     ),
     ("transpose_default", r#"Transpose : tensor<6x8xi16>"#),
+    // A batch between the two axes that swap: it runs inside the loops of register blocks.
+    (
+        "transpose_cube_reversed",
+        r#"Transpose {perm = [2, 1, 0]} : tensor<8x8x8xf32>"#,
+    ),
     (
         "pad_constant_value",
         r#"Pad {pads = [0, 1, -1, 0, 2, 1], constant_value = -0.5} : tensor<2x4x3xf32>"#,
