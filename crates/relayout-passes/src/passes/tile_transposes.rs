@@ -65,7 +65,7 @@ impl_pass!(loops TileTransposes);
 const VECTOR: u64 = 16;
 
 /// The statement tiled, as one statement, or two when the source-contiguous loop's extent is
-/// not a multiple of the block (see [`split_remainder`]); unchanged when nothing applies.
+/// not a multiple of the block (see [`tile_or_split`]); unchanged when nothing applies.
 fn tile_stmt(s: &LoopStmt) -> Vec<LoopStmt> {
     let b = s.bytes;
     if s.action != LoopAction::Copy || b == 0 || !VECTOR.is_multiple_of(b) || s.loops.len() < 2 {
