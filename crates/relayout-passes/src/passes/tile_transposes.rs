@@ -360,6 +360,25 @@ mod tests {
     use super::*;
     use relayout_ir::{interpret_loops, verify_loop_kernel};
 
+    fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
+        Loop {
+            extent,
+            src_stride,
+            dst_stride,
+        }
+    }
+
+    /// A copy of `bytes`-byte runs over `loops`, at offset 0 on both sides.
+    fn copy(bytes: u64, loops: Vec<Loop>) -> LoopStmt {
+        LoopStmt {
+            action: LoopAction::Copy,
+            bytes,
+            src_offset: 0,
+            dst_offset: 0,
+            loops,
+        }
+    }
+
     #[test]
     fn a_2d_transpose_of_f32_gets_a_factor_loop_of_four() {
         let s = LoopStmt {
@@ -413,18 +432,10 @@ mod tests {
     /// stays outermost.
     #[test]
     fn an_outermost_loop_of_one_block_goes_one_loop_in() {
-        let lp = |extent: u64, src_stride: i64, dst_stride: i64| Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        };
-        let s = LoopStmt {
-            action: LoopAction::Copy,
-            bytes: 4,
-            src_offset: 0,
-            dst_offset: 0,
-            loops: vec![lp(4, 4, 96), lp(3, 80, 32), lp(2, 240, 16), lp(4, 20, 4)],
-        };
+        let s = copy(
+            4,
+            vec![lp(4, 4, 96), lp(3, 80, 32), lp(2, 240, 16), lp(4, 20, 4)],
+        );
         let t = tile_stmt(&s);
         assert_eq!(t.len(), 1);
         let extents: Vec<(u64, i64)> = t[0]
@@ -683,28 +694,20 @@ mod tests {
     /// them; the points stay the same (the interpreter agrees).
     #[test]
     fn a_middle_loop_goes_inside_the_blocks() {
-        let lp = |extent: u64, src_stride: i64, dst_stride: i64| Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        };
         let cube = |n: u64, dtype: relayout_ir::DType| {
             let (e, n_i) = (dtype.size() as i64, n as i64);
             LoopKernel {
                 name: "t".into(),
                 src: relayout_ir::TensorType::new(dtype, [n, n, n]),
                 dst: relayout_ir::TensorType::new(dtype, [n, n, n]),
-                stmts: vec![LoopStmt {
-                    action: LoopAction::Copy,
-                    bytes: e as u64,
-                    src_offset: 0,
-                    dst_offset: 0,
-                    loops: vec![
+                stmts: vec![copy(
+                    e as u64,
+                    vec![
                         lp(n, e, e * n_i * n_i),
                         lp(n, e * n_i, e * n_i),
                         lp(n, e * n_i * n_i, e),
                     ],
-                }],
+                )],
                 bands: vec![],
             }
         };
@@ -749,23 +752,15 @@ mod tests {
     /// of 32^4 f32: it steps planes at the source) stays where it is: the strip-mined form.
     #[test]
     fn a_middle_loop_as_far_apart_as_the_rows_stays() {
-        let lp = |extent: u64, src_stride: i64, dst_stride: i64| Loop {
-            extent,
-            src_stride,
-            dst_stride,
-        };
-        let s = LoopStmt {
-            action: LoopAction::Copy,
-            bytes: 4,
-            src_offset: 0,
-            dst_offset: 0,
-            loops: vec![
+        let s = copy(
+            4,
+            vec![
                 lp(32, 4096, 131072),
                 lp(32, 4, 4096),
                 lp(32, 131072, 128),
                 lp(32, 128, 4),
             ],
-        };
+        );
         let t = tile_stmt(&s);
         assert_eq!(
             t[0].loops,
