@@ -690,6 +690,27 @@ proptest! {
         let input = TensorType::new(dtype, dims);
         check_all_agree_threaded(&Op::Transpose { perm: Some(perm) }, &input, seed);
     }
+
+    /// Random transposes that swap an outer and the inner axis with a batch between them
+    /// (`[2, 1, 0]`, `[0, 3, 2, 1]`), at sizes where `tile-transposes` moves the batch inside
+    /// the loops of register blocks (source and lane loops of whole blocks or with edges): every
+    /// stage and `run_threaded` against the reference.
+    #[test]
+    fn random_transposes_with_a_batch_between_agree(
+        dtype in dtype(),
+        outer in prop::option::of(1u64..4),
+        x in 4u64..40,
+        batch in 1u64..12,
+        z in 4u64..40,
+        seed in any::<u64>(),
+    ) {
+        let (perm, dims) = match outer {
+            Some(n) => (vec![0, 3, 2, 1], vec![n, z, batch, x]),
+            None => (vec![2, 1, 0], vec![z, batch, x]),
+        };
+        let input = TensorType::new(dtype, dims);
+        check_all_agree_threaded(&Op::Transpose { perm: Some(perm) }, &input, seed);
+    }
 }
 
 /// The benchmark's stride-2 Slice of the two last axes, small, for every element size.
