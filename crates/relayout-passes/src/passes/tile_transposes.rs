@@ -130,9 +130,10 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
     };
     let l = s.loops[j];
     // A plane large enough for cache blocks: the source loop right outside the lane loop.
+    let plane = l.extent.saturating_mul(x.extent).saturating_mul(s.bytes);
     let large = j + 1 == last
-        && x.extent > MIN_BLOCK
-        && l.extent.saturating_mul(x.extent).saturating_mul(s.bytes) > L2_PLANE;
+        && plane > L2_PLANE
+        && (x.extent > MIN_BLOCK || x.extent > MIN_NARROW_BLOCK && plane > NARROW_PLANE);
     let parts = |k: usize, at: u64| -> Option<Vec<LoopStmt>> {
         let (first, rest) = cut(s, k, at)?;
         let mut parts = tile_or_split(&first, f);
@@ -337,9 +338,24 @@ fn block_rows(extent: u64) -> Option<u64> {
 /// 64x64 walked column by column at 2.5-2.6x.
 const BLOCK_ROWS: [u64; 3] = [256, 128, 64];
 
-/// Planes whose lane loop has no more iterations than this are not cache-blocked: blocking
-/// NCHW to NHWC with 64 channels (a 64 x 12544 plane per image) was not measured faster.
+/// Planes whose lane loop has no more iterations than this are cache-blocked only when they
+/// are larger than [`NARROW_PLANE`] (and their lane loop longer than [`MIN_NARROW_BLOCK`]).
+/// Measured with `relayout bench --op` (1 thread, the two forms in one sitting, kernel /
+/// memcpy): NCHW -> NHWC of 56x56 maps, 802 KB planes, ran slower blocked (8x64x56x56 f32
+/// 1.58-1.69 -> 1.73-2.0, 8x48x56x56 1.82-2.03 -> 2.39-2.64, 32x64x56x56 streamed 1.18-1.20
+/// -> 1.26-1.32).
 const MIN_BLOCK: u64 = 64;
+
+/// Lane iterations above which a plane of more than [`NARROW_PLANE`] bytes is cache-blocked.
+const MIN_NARROW_BLOCK: u64 = 32;
+
+/// Bytes above which a plane with a lane loop of at most [`MIN_BLOCK`] iterations is
+/// cache-blocked: its source rows, walked whole for each block of lanes, no longer stay in
+/// L2 (512 KiB) nor in a share of L3. Measured as for [`MIN_BLOCK`]: NCHW -> NHWC of
+/// 1x64x112x112 f32 (3.2 MB planes) 2.05-2.47 -> 1.19-1.25, 1x48x128x128 f32 4.5-5.0 -> 1.8,
+/// 8x64x112x112 f32 (streamed) 0.91-0.96 -> 0.85-0.87, 1x64x112x112 bf16 (1.6 MB) 1.82 ->
+/// 1.58 and f64 2.16-2.33 -> 1.71-1.78, 1x40x96x96 f32 (1.5 MB) 5.9-6.3 -> 5.0-5.1.
+const NARROW_PLANE: u64 = 1 << 20;
 
 /// Lane iterations per block when a large plane's source loop is too short for blocks of rows
 /// (`[x/64, l/f, f, x: 64]`): each block of source rows stays in L1 while all of its columns
@@ -623,6 +639,28 @@ mod tests {
             assert_eq!(extents, [cols / 4, 4, rows], "{rows}x{cols}");
             same_result(&kernel, &tiled);
         }
+    }
+
+    /// A lane loop of 33 to 64 iterations (NCHW -> NHWC of 48 or 64 channels) is cache-blocked
+    /// only in a plane of more than [`NARROW_PLANE`] bytes; 32 lanes never.
+    #[test]
+    fn narrow_planes_are_blocked_only_when_large() {
+        for (rows, cols, want) in [
+            (64, 12544, vec![49, 4, 64, 4, 16]),
+            (48, 16384, vec![64, 3, 64, 4, 16]),
+            (64, 4096, vec![1024, 4, 64]),
+            (64, 3136, vec![784, 4, 64]),
+            (32, 65536, vec![16384, 4, 32]),
+        ] {
+            let kernel = transpose(rows, cols, 4);
+            let tiled = TileTransposes.run_loops(&kernel).unwrap();
+            let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
+            assert_eq!(extents, want, "{rows}x{cols}");
+        }
+        same_result(
+            &transpose(48, 16384, 4),
+            &TileTransposes.run_loops(&transpose(48, 16384, 4)).unwrap(),
+        );
     }
 
     #[test]
