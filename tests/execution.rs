@@ -691,6 +691,23 @@ proptest! {
         check_all_agree_threaded(&Op::Transpose { perm: Some(perm) }, &input, seed);
     }
 
+    /// Random NCHW -> NHWC transposes of power-of-two maps, whose channel rows alias in the
+    /// level-1 cache, so that `tile-transposes` walks them by source lines (or, with more
+    /// channels, cache-blocks or strip-mines them): every stage and `run_threaded` against the
+    /// reference.
+    #[test]
+    fn random_transposes_of_power_of_two_maps_agree(
+        dtype in dtype(),
+        batch in 1u64..3,
+        channels in 1u64..72,
+        height in prop::sample::select(vec![1u64, 2, 8, 16, 32]),
+        width in prop::sample::select(vec![16u64, 32, 64, 128]),
+        seed in any::<u64>(),
+    ) {
+        let input = TensorType::new(dtype, [batch, channels, height, width]);
+        check_all_agree_threaded(&Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &input, seed);
+    }
+
     /// Random transposes that swap an outer and the inner axis with a batch between them
     /// (`[2, 1, 0]`, `[0, 3, 2, 1]`), at sizes where `tile-transposes` moves the batch inside
     /// the loops of register blocks (source and lane loops of whole blocks or with edges): every

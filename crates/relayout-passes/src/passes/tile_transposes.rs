@@ -252,6 +252,27 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
         ])
     };
     let strip = || Some(vec![scaled(l, l.extent / f, f)?, inner]);
+    // A short lane loop right inside: the blocks of one source line for `f` lanes at a time
+    // (see [`LINE_GROUP_LANES`]).
+    let line_groups = || {
+        let mut loops = Vec::with_capacity(5);
+        if l.extent > r {
+            loops.push(scaled(l, l.extent / r, r)?);
+        }
+        loops.push(scaled(x, x.extent / f, f)?);
+        loops.push(scaled(l, r / f, f)?);
+        loops.push(inner);
+        loops.push(Loop { extent: f, ..x });
+        Some(loops)
+    };
+    let by_line = !blocked
+        && j + 1 == last
+        && x.extent > f
+        && x.extent <= LINE_GROUP_LANES
+        && x.extent.is_multiple_of(f)
+        && r >= f
+        && l.extent.is_multiple_of(r)
+        && !rows_share_l1(x.src_stride, x.extent);
     // The loops from j on that are replaced, and their replacement; strides that overflow i64
     // when scaled leave the statement as it was.
     let by_lanes = blocked
@@ -265,9 +286,12 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
         .or_else(|| by_lanes.then(lane_blocks).flatten())
     {
         Some(loops) => (last, loops),
-        None => match strip() {
-            Some(loops) => (j, loops),
-            None => return s.clone(),
+        None => match by_line.then(line_groups).flatten() {
+            Some(loops) => (last, loops),
+            None => match strip() {
+                Some(loops) => (j, loops),
+                None => return s.clone(),
+            },
         },
     };
     let mut out = s.clone();
@@ -364,6 +388,46 @@ const NARROW_PLANE: u64 = 1 << 20;
 /// seven alternating runs (`relayout bench --ir`) than sweeping all 2048 channel rows for every
 /// 4 positions, which reloaded each source line from L2 four times.
 const LANE_BLOCK: u64 = 64;
+
+/// Lane loops of at most this many iterations right inside the source loop, in a plane not
+/// cache-blocked, whose rows do not fit the level-1 cache together ([`rows_share_l1`]), are
+/// walked by source lines: `[l/r, x/f, r/f, f, x: f]`, the register blocks of one source line
+/// (`r` elements) for `f` lanes at a time, so that the `f` source lines a block reads are
+/// used whole before the next lanes' lines. Strip-mined, `[l/f, f, x]`, each block read one
+/// line of every lane row, and the next block the same lines again: with the rows a multiple
+/// of 4 KiB apart (NCHW -> NHWC of power-of-two maps) they all map to the same L1 sets and
+/// were fetched again for every block. Measured with `relayout bench --op` (1 thread, the two
+/// forms in one sitting, kernel / memcpy): NCHW -> NHWC of 1x32x128x128 f32 4.4-4.6 ->
+/// 1.9, 1x32x96x96 5.6-5.7 -> 1.8-2.0, 1x24x128x128 3.7-11 -> 1.7, 1x40x96x96 5.0-5.5 ->
+/// 1.8-2.1, f16 1x32x128x128 4.8-7.0 -> 2.5, a 32x4096 f32 transpose 5.1-5.5 -> 1.9. Where
+/// the rows do fit, the strip is faster (NCHW -> NHWC of 56x56 maps, 12544-byte rows over 16
+/// sets: 8x64x56x56 f32 1.6 against 2.0-2.5 by lines).
+const LINE_GROUP_LANES: u64 = 64;
+
+/// Sets of the level-1 data cache (32 KiB of 8 ways of 64-byte lines, on the reference
+/// machine and most x86-64 cores), and its ways.
+const L1_SETS: u64 = 64;
+const L1_WAYS: u64 = 8;
+
+/// Whether `rows` rows `stride` bytes apart, one line of each, stay in the level-1 cache
+/// together: the sets their lines map to hold that many lines. Rows a multiple of 4 KiB
+/// apart all map to one set (8 lines); 12544 bytes apart (196 lines: 4 sets on) to 16.
+fn rows_share_l1(stride: i64, rows: u64) -> bool {
+    let stride = stride.unsigned_abs();
+    if !stride.is_multiple_of(LINE) {
+        return true;
+    }
+    let step = (stride / LINE) % L1_SETS;
+    let sets = L1_SETS / gcd(step, L1_SETS);
+    rows <= sets * L1_WAYS
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
 
 /// Bytes of a cache line: a group of source rows writes one line of each destination row.
 const LINE: u64 = 64;
@@ -632,7 +696,7 @@ mod tests {
 
     #[test]
     fn short_lane_loops_and_small_planes_are_only_strip_mined() {
-        for (rows, cols) in [(64, 4096), (128, 96)] {
+        for (rows, cols) in [(64, 3000), (128, 96)] {
             let kernel = transpose(rows, cols, 4);
             let tiled = TileTransposes.run_loops(&kernel).unwrap();
             let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
@@ -648,9 +712,12 @@ mod tests {
         for (rows, cols, want) in [
             (64, 12544, vec![49, 4, 64, 4, 16]),
             (48, 16384, vec![64, 3, 64, 4, 16]),
-            (64, 4096, vec![1024, 4, 64]),
             (64, 3136, vec![784, 4, 64]),
-            (32, 65536, vec![16384, 4, 32]),
+            // A 1 MiB plane whose rows alias in L1: walked by source lines instead.
+            (64, 4096, vec![256, 16, 4, 4, 4]),
+            // 32 lanes are never blocked (these rows alias: walked by lines).
+            (32, 65536, vec![4096, 8, 4, 4, 4]),
+            (32, 65000, vec![16250, 4, 32]),
         ] {
             let kernel = transpose(rows, cols, 4);
             let tiled = TileTransposes.run_loops(&kernel).unwrap();
@@ -661,6 +728,49 @@ mod tests {
             &transpose(48, 16384, 4),
             &TileTransposes.run_loops(&transpose(48, 16384, 4)).unwrap(),
         );
+    }
+
+    /// A short lane loop whose rows all map to the same L1 sets (rows a multiple of 4 KiB
+    /// apart) is walked by source lines, `f` lanes at a time; rows that spread over enough
+    /// sets keep the strip. The points stay the same.
+    #[test]
+    fn aliasing_lane_rows_are_walked_by_source_lines() {
+        // 32 lanes, rows 4096 bytes apart (1024 f32): blocks of one line for 4 lanes at a time.
+        let kernel = transpose(32, 1024, 4);
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(
+            tiled.stmts[0].loops,
+            [
+                lp(64, 64, 2048),
+                lp(8, 16384, 16),
+                lp(4, 16, 512),
+                lp(4, 4, 128),
+                lp(4, 4096, 4)
+            ]
+        );
+        same_result(&kernel, &tiled);
+        // 16-bit elements: 8 lanes at a time.
+        let extents = |k: &LoopKernel| -> Vec<u64> {
+            let tiled = TileTransposes.run_loops(k).unwrap();
+            same_result(k, &tiled);
+            tiled.stmts[0].loops.iter().map(|l| l.extent).collect()
+        };
+        assert_eq!(extents(&transpose(32, 2048, 2)), [64, 4, 4, 8, 8]);
+        // Rows 12544 bytes apart (3136 f32) spread over 16 sets, 128 lines: the strip.
+        assert_eq!(extents(&transpose(32, 3136, 4)), [784, 4, 32]);
+    }
+
+    #[test]
+    fn rows_share_l1_counts_the_sets_of_their_lines() {
+        assert!(rows_share_l1(4096, 8));
+        assert!(!rows_share_l1(4096, 9));
+        assert!(!rows_share_l1(-65536, 9));
+        assert!(rows_share_l1(2048, 16));
+        assert!(!rows_share_l1(2048, 17));
+        assert!(rows_share_l1(12544, 128));
+        assert!(!rows_share_l1(12544, 129));
+        assert!(rows_share_l1(64, 512));
+        assert!(rows_share_l1(100, 100_000));
     }
 
     #[test]
