@@ -343,6 +343,9 @@ fn medium_shapes_split_over_threads() {
         "Transpose {perm = [2, 1, 0]} : tensor<64x64x64xf32>",
         "Transpose {perm = [0, 3, 2, 1]} : tensor<2x64x48x44xf16>",
         "Transpose {perm = [2, 1, 0]} : tensor<32x48x64xf64>",
+        // ... and a batch that `interchange` put outermost, moved inside for aliasing rows.
+        "Transpose {perm = [2, 1, 0]} : tensor<128x64x32xf32>",
+        "Transpose {perm = [2, 1, 0]} : tensor<256x32x16xf32>",
         // A large plane cut into cache blocks and strip-mined edges on both loops.
         "Transpose {perm = [1, 0]} : tensor<300x1100xf32>",
         "Tile {repeats = [4, 1, 1]} : tensor<1x256x768xf32>",
