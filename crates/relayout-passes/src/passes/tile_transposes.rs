@@ -499,6 +499,22 @@ mod tests {
         }
     }
 
+    /// A kernel of the one statement `s` between tensors of `dtype` shaped `src` and `dst`.
+    fn kernel_of<const S: usize, const D: usize>(
+        s: LoopStmt,
+        dtype: relayout_ir::DType,
+        src: [u64; S],
+        dst: [u64; D],
+    ) -> LoopKernel {
+        LoopKernel {
+            name: "t".into(),
+            src: relayout_ir::TensorType::new(dtype, src),
+            dst: relayout_ir::TensorType::new(dtype, dst),
+            stmts: vec![s],
+            bands: vec![],
+        }
+    }
+
     #[test]
     fn a_2d_transpose_of_f32_gets_a_factor_loop_of_four() {
         let s = LoopStmt {
@@ -523,13 +539,7 @@ mod tests {
         assert_eq!(t.loops.len(), 3);
         assert_eq!((t.loops[0].extent, t.loops[0].src_stride), (3, 16));
         assert_eq!((t.loops[1].extent, t.loops[1].src_stride), (4, 4));
-        let kernel = LoopKernel {
-            name: "t".into(),
-            src: relayout_ir::TensorType::new(relayout_ir::DType::F32, [8, 12]),
-            dst: relayout_ir::TensorType::new(relayout_ir::DType::F32, [12, 8]),
-            stmts: vec![s],
-            bands: vec![],
-        };
+        let kernel = kernel_of(s, relayout_ir::DType::F32, [8, 12], [12, 8]);
         tiled_alike(&kernel);
     }
 
@@ -564,13 +574,7 @@ mod tests {
             .map(|l| (l.extent, l.src_stride))
             .collect();
         assert_eq!(extents, [(3, 80), (4, 4), (2, 240), (4, 20)]);
-        let kernel = LoopKernel {
-            name: "t".into(),
-            src: relayout_ir::TensorType::new(relayout_ir::DType::F32, [2, 3, 4, 5]),
-            dst: relayout_ir::TensorType::new(relayout_ir::DType::F32, [5, 3, 2, 4]),
-            stmts: vec![s],
-            bands: vec![],
-        };
+        let kernel = kernel_of(s, relayout_ir::DType::F32, [2, 3, 4, 5], [5, 3, 2, 4]);
         let tiled = tiled_alike(&kernel);
 
         let two = LoopStmt {
@@ -884,20 +888,12 @@ mod tests {
     fn a_middle_loop_goes_inside_the_blocks() {
         let cube = |n: u64, dtype: relayout_ir::DType| {
             let (e, n_i) = (dtype.size() as i64, n as i64);
-            LoopKernel {
-                name: "t".into(),
-                src: relayout_ir::TensorType::new(dtype, [n, n, n]),
-                dst: relayout_ir::TensorType::new(dtype, [n, n, n]),
-                stmts: vec![copy(
-                    e as u64,
-                    vec![
-                        lp(n, e, e * n_i * n_i),
-                        lp(n, e * n_i, e * n_i),
-                        lp(n, e * n_i * n_i, e),
-                    ],
-                )],
-                bands: vec![],
-            }
+            let loops = vec![
+                lp(n, e, e * n_i * n_i),
+                lp(n, e * n_i, e * n_i),
+                lp(n, e * n_i * n_i, e),
+            ];
+            kernel_of(copy(e as u64, loops), dtype, [n, n, n], [n, n, n])
         };
         // 64^3 f32, as the passes give it: blocks of 4 source rows by 8 lane elements.
         let t = tile_stmt(&cube(64, relayout_ir::DType::F32).stmts[0]);
@@ -956,13 +952,7 @@ mod tests {
                 lp(8, 8192, 4)
             ]
         );
-        let kernel = LoopKernel {
-            name: "t".into(),
-            src: relayout_ir::TensorType::new(relayout_ir::DType::F32, [128, 64, 32]),
-            dst: relayout_ir::TensorType::new(relayout_ir::DType::F32, [32, 64, 128]),
-            stmts: vec![s],
-            bands: vec![],
-        };
+        let kernel = kernel_of(s, relayout_ir::DType::F32, [128, 64, 32], [32, 64, 128]);
         tiled_alike(&kernel);
         // 64x40x36 f64: lane rows 11520 bytes apart spread over 16 sets; the batch stays out.
         let s = copy(
