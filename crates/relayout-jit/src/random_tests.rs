@@ -161,10 +161,18 @@ proptest! {
             // many pieces as asked (capped by its outer loop), or, when its wide variant (two
             // outer loops swapped) or its collapsed form gives more pieces, in as many as
             // that gives.
+            // A statement that a helper runs is cut along the helper's nest (`helper_cut`).
             prop_assert_eq!(ran.len(), k.stmts.len());
-            for (stmt, s) in k.stmts.iter().zip(&ran) {
-                let extent = stmt.loops.first().map_or(1, |l| l.extent);
-                let own = if super::module::outer_iterations_disjoint(stmt) {
+            let helpers = relayout_codegen::helper_kernel(&k).unwrap();
+            for (i, (stmt, s)) in k.stmts.iter().zip(&ran).enumerate() {
+                let (extent, disjoint) = match &helpers {
+                    Some(runs) => super::helper_kernel::helper_cut(stmt, runs[i]),
+                    None => (
+                        stmt.loops.first().map_or(1, |l| l.extent),
+                        super::module::outer_iterations_disjoint(stmt),
+                    ),
+                };
+                let own = if disjoint {
                     pieces.min(extent as usize).max(1)
                 } else {
                     1
