@@ -207,7 +207,8 @@ fn access(
     }
     let first_point: Vec<i64> = domain.iter().map(|r| r.lo).collect();
     if map.iter().any(AffineExpr::has_div_or_mod) {
-        return flat_access(simp, map, weights, &first_point, what);
+        return flat_access(simp, map, weights, &first_point, what)
+            .or_else(|e| unravelled_access(simp, map, operand, domain).ok_or(e));
     }
     let mut offset = Some(0i128);
     // `None` once a stride overflows even `i128`.
@@ -309,6 +310,99 @@ fn flat_access(
         ))
     })?;
     Ok((offset, strides))
+}
+
+/// [`access`] for a map that unravels one affine row-major position: when every index
+/// `e_j`, as the simplifier writes it, is `(F floordiv s_j) mod n_j` for the tensor's dims
+/// `n_j`, their row-major strides `s_j` and one affine position `F` that stays in
+/// `[0, elements)` over the domain, the element at the indices is element `F`, so the byte
+/// offset is `element size * F`. A Reshape between shapes that do not nest reads its source
+/// so, and [`flat_access`] does not always see it: the simplifier writes the digits of `F` in
+/// forms whose quotients no longer match (`tensor<4x4x8x3x5>` read as `tensor<3x320x2>`:
+/// `(d0 * 320 + d1) floordiv 240`, `(d0 * 128 + (d1 * 2 + d2) floordiv 5) mod 3`,
+/// `(d1 * 2 + d2) mod 5`), so `fold_digits` finds no fold.
+///
+/// `F` is found by evaluating the flat position `sum(s_j * e_j)` at the first point and one
+/// step along each dim, and then proven, not assumed: the simplifier's form of each candidate
+/// digit of `F` must be the form it gives `e_j`. Its rules are identities over the domain, so
+/// equal forms mean equal values at every point. `None` when any step fails.
+fn unravelled_access(
+    simp: &Simplifier,
+    map: &[AffineExpr],
+    operand: &Operand,
+    domain: &[DimRange],
+) -> Option<(i64, Vec<i64>)> {
+    let ty = operand.ty;
+    let esize = i128::from(ty.dtype.size());
+    let strides = ty.strides();
+    let elements = i128::from(ty.num_elements().ok()?);
+    // The flat position at a point, evaluated from the indices as written.
+    let flat = |point: &[i64]| -> Option<i128> {
+        map.iter().zip(&strides).try_fold(0i128, |acc, (e, &s)| {
+            acc.checked_add(i128::from(e.eval(point)?).checked_mul(i128::from(s))?)
+        })
+    };
+    let first: Vec<i64> = domain.iter().map(|r| r.lo).collect();
+    let at_first = flat(&first)?;
+    let mut coefs = Vec::with_capacity(domain.len());
+    for (d, r) in domain.iter().enumerate() {
+        if r.len() < 2 {
+            coefs.push(0i128);
+            continue;
+        }
+        let mut next = first.clone();
+        next[d] += 1;
+        coefs.push(flat(&next)?.checked_sub(at_first)?);
+    }
+    // F's least and greatest values over the box: it must stay inside the tensor, where the
+    // row-major digits of F are the indices of element F.
+    let (mut lo, mut hi) = (at_first, at_first);
+    for (c, r) in coefs.iter().zip(domain) {
+        let span = c.checked_mul(i128::from(r.len()) - 1)?;
+        if span < 0 {
+            lo = lo.checked_add(span)?;
+        } else {
+            hi = hi.checked_add(span)?;
+        }
+    }
+    if lo < 0 || hi >= elements {
+        return None;
+    }
+    // F as an expression: its value at the first point, plus each coefficient times the dim's
+    // distance from its first value.
+    let constant = coefs.iter().zip(domain).try_fold(at_first, |acc, (c, r)| {
+        acc.checked_sub(c.checked_mul(i128::from(r.lo))?)
+    })?;
+    let mut position = AffineExpr::Const(i64::try_from(constant).ok()?);
+    for (d, &c) in coefs.iter().enumerate() {
+        if c != 0 {
+            let term = AffineExpr::Mul(Box::new(AffineExpr::Dim(d)), i64::try_from(c).ok()?);
+            position = AffineExpr::Add(Box::new(position), Box::new(term));
+        }
+    }
+    for ((e, &s), &n) in map.iter().zip(&strides).zip(&ty.shape) {
+        let digit = AffineExpr::Mod(
+            Box::new(AffineExpr::FloorDiv(
+                Box::new(position.clone()),
+                i64::try_from(s).ok()?,
+            )),
+            i64::try_from(n).ok()?,
+        );
+        // A dim with one value is that value in `e` too (F has no term of it).
+        let e = e.substitute(&|d| match domain[d].len() {
+            1 => AffineExpr::Const(domain[d].lo),
+            _ => AffineExpr::Dim(d),
+        });
+        if simp.sum_of(&digit)? != simp.sum_of(&e)? {
+            return None;
+        }
+    }
+    let offset = i64::try_from(at_first.checked_mul(esize)?).ok()?;
+    let strides = coefs
+        .iter()
+        .map(|c| i64::try_from(c.checked_mul(esize)?).ok())
+        .collect::<Option<Vec<_>>>()?;
+    Some((offset, strides))
 }
 
 /// Whether `linearize` lowers statement `s` of `k` as it is: it has no guard, and every
