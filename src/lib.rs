@@ -210,7 +210,10 @@ pub enum Error {
     /// The op description is invalid for this input (the conformance error categories).
     #[error(transparent)]
     Op(#[from] OpError),
-    /// A pass failed or its output did not verify: a bug in relayout, never in the input.
+    /// A pass failed or its output did not verify: a bug in relayout, never in the input,
+    /// except for [`relayout_passes::PassError::TooManyStatements`], a valid op that the loop
+    /// IR would need more statements to express than the passes make (a padded Im2Col or
+    /// Col2Im whose kernel has thousands of positions).
     #[error(transparent)]
     Pass(#[from] relayout_passes::PassError),
     /// Code generation or the JIT failed, including a kernel the verifier could not prove in

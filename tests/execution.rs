@@ -867,3 +867,33 @@ proptest! {
         prop_assert_eq!(loops.stmts[0].bytes, input.size_bytes().unwrap());
     }
 }
+
+/// A padded Im2Col takes about one statement per kernel position for its borders (each
+/// position's rows start and end at other output columns, and the loop IR's loops are boxes):
+/// a 64x64 kernel lowers, a 200x200 one passes the passes' budget of statements and is refused
+/// with the typed limit error, which names the statement and the budget, instead of a
+/// generic pass failure.
+#[test]
+fn kernels_of_too_many_positions_meet_a_typed_limit() {
+    let im2col = |k: i64| Op::Im2Col {
+        block_shape: vec![k, k],
+        dilations: None,
+        pads: Some(vec![k / 2; 4]),
+        strides: None,
+    };
+    let input = TensorType::new(DType::F32, vec![1, 1, 256, 256]);
+    assert!(relayout::lower(&im2col(64), &input).is_ok());
+    let e = relayout::lower(&im2col(200), &input).unwrap_err();
+    match &e {
+        relayout::Error::Pass(relayout_passes::PassError::TooManyStatements {
+            pass,
+            limit,
+            ..
+        }) => assert_eq!((*pass, *limit), ("peel-dims", 16384)),
+        _ => panic!("not the statement budget: {e}"),
+    }
+    assert!(
+        e.to_string().contains("needs more than 16384 statements"),
+        "{e}"
+    );
+}

@@ -530,6 +530,28 @@ pub fn parse_mutated_bytes(data: &[u8]) {
 /// reference in [`op_validation`].
 const MAX_INTERPRETED_BYTES: usize = 1 << 16;
 
+/// Kernel positions of a padded Im2Col or Col2Im that the passes always express within their
+/// statement budget (about one statement per position for the borders; 64x64 takes 4257).
+const POSITIONS_WITHIN_BUDGET: u64 = 4096;
+
+/// Whether `e` is the passes' statement budget, met by an op that may meet it: an Im2Col or
+/// Col2Im whose kernel has more than [`POSITIONS_WITHIN_BUDGET`] positions (the fuzz finds
+/// kernels of a million). Any other op must lower.
+fn beyond_statement_budget(op: &Op, e: &relayout::Error) -> bool {
+    let positions = match op {
+        Op::Im2Col { block_shape, .. } | Op::Col2Im { block_shape, .. } => block_shape
+            .iter()
+            .try_fold(1u64, |acc, &k| acc.checked_mul(u64::try_from(k).ok()?))
+            .unwrap_or(u64::MAX),
+        _ => return false,
+    };
+    positions > POSITIONS_WITHIN_BUDGET
+        && matches!(
+            e,
+            relayout::Error::Pass(relayout_passes::PassError::TooManyStatements { .. })
+        )
+}
+
 /// Any op name, attributes and input type: [`Op::from_attrs`], [`Op::output_type`] and
 /// [`relayout::lower`] return `Ok` or a typed error, never panic, and agree with each other. A
 /// small valid op is also interpreted and compared with the reference implementation.
@@ -559,6 +581,7 @@ pub fn op_validation(name: &str, attrs: &Attrs, input: &TensorType) {
             return;
         }
         (Ok(output), Ok(stages)) => (output, stages),
+        (Ok(_), Err(e)) if beyond_statement_budget(&op, &e) => return,
         (Ok(output), Err(e)) => {
             panic!("{op:?} on {input} is valid (output {output}) but does not lower: {e}")
         }

@@ -53,6 +53,20 @@ pub enum PassError {
         /// Why it failed, with the values involved.
         message: String,
     },
+    /// A pass would need more statements than its budget to express a valid kernel in the
+    /// loop IR, whose loops are boxes: not a bug, a limit. A padded Im2Col or Col2Im takes
+    /// about one statement per kernel position for its borders (the rows of each position
+    /// start and end at other output columns), so a kernel of more than a few thousand
+    /// positions (128x128) can pass the budget.
+    #[error("pass `{pass}` failed: {stmt} needs more than {limit} statements to remove its floordiv, mod and guards")]
+    TooManyStatements {
+        /// The pass.
+        pass: &'static str,
+        /// The statement it was cutting, printed with its index.
+        stmt: String,
+        /// The budget of statements per kernel.
+        limit: usize,
+    },
     /// A pass was given an access that leaves its tensor, found while lowering it: an offset
     /// or a stride that does not fit in `i64`, or an access to a tensor with no element. The
     /// verifier rejects such a kernel (`in-bounds`), so only an unverified input gets here;

@@ -15,7 +15,8 @@
 //! only along dims before which every dim separates its writes (`stmt::splittable_dims`),
 //! peeling such a dim first when the cuts it needs are not (a Col2Im padded along inner image
 //! dims only: its outer kernel dim, so that each piece adds its kernel positions in order).
-//! Beyond a budget of statements per kernel the pass fails with an error naming the statement.
+//! Beyond a budget of statements per kernel the pass fails with an error naming the statement
+//! ([`PassError::TooManyStatements`]).
 //!
 //! What it does not do: anything to a statement that has neither a guard nor a `floordiv` or
 //! `mod`, or to one whose byte offsets fold into affine sums although its indices do not
@@ -92,10 +93,11 @@ fn peel(
         ))
     })?;
     if cost(&s, cut) > *budget as u64 {
-        return Err(fail(format!(
-            "{} needs more than {MAX_STATEMENTS} statements to remove its floordiv, mod and guards",
-            describe(index, stmt)
-        )));
+        return Err(PassError::TooManyStatements {
+            pass: PeelDims::NAME,
+            stmt: describe(index, stmt),
+            limit: MAX_STATEMENTS,
+        });
     }
     let pieces = apply(&s, cut);
     *budget -= pieces.len();
