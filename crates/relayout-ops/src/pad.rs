@@ -267,6 +267,22 @@ pub(crate) fn plan_pad(a: &PadAttrs, ty: &TensorType) -> Result<PadPlan, OpError
                     a.mode.name()
                 ));
             }
+            // The end pad reflects output index `o` to `c - o`, with `c` the crop, twice the
+            // last kept index and the begin pad (see `regions`): `c` must be an i64, which
+            // only an axis of more than 2^62 elements can break (the sums here are i128).
+            let crop = (-b).max(0);
+            let reflected = 2 * (kept - 1) + crop + pb;
+            if a.mode == PadMode::Reflect && pe > 0 && reflected > i128::from(i64::MAX) {
+                return fail(
+                    ErrorCategory::SizeOverflow,
+                    format!(
+                        "{OP}: reflect mode: dim {i} keeps {kept} elements, too many for the \
+                         reflected index of its end pad: 2 * ({kept} - 1) + {} overflows \
+                         2^63 - 1",
+                        crop + pb
+                    ),
+                );
+            }
         }
         shape.push(u64::try_from(out).unwrap_or(u64::MAX));
     }

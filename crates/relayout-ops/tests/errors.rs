@@ -2,7 +2,9 @@
 //! the rule and the values; the order of the checks; and sizes that overflow.
 
 use relayout_ir::{DType, TensorType};
-use relayout_ops::{DataFormat, DepthToSpaceMode, ErrorCategory as E, Op, OpError};
+use relayout_ops::{
+    DataFormat, DepthToSpaceMode, ErrorCategory as E, Op, OpError, PadMode, PadValue,
+};
 
 fn f32s(shape: &[u64]) -> TensorType {
     TensorType::new(DType::F32, shape.to_vec())
@@ -372,6 +374,24 @@ fn sizes_that_overflow() {
         Ok(TensorType::new(DType::U8, [1, i64::MAX as u64]))
     );
     assert!(op.lower(&u8s).is_ok());
+    // A reflect Pad's end pad reads index `c - o`, `c` twice the last kept index plus the
+    // crop and the begin pad: an i64 for axes of up to 2^62 elements, refused beyond (it
+    // wrapped into a wrong index that the verifier caught, and would panic in a debug build).
+    let reflect = |begin: i64| Op::Pad {
+        pads: vec![begin, 1 << 20],
+        mode: PadMode::Reflect,
+        constant_value: PadValue::Int(0),
+        axes: Some(vec![-2]),
+    };
+    let axis = |n: u64| TensorType::new(DType::U8, [n, 1]);
+    let e = refused(
+        &reflect(-1),
+        &axis((1 << 63) - 4_294_967_296),
+        E::SizeOverflow,
+    );
+    says(&e, &["reflect", "overflows"]);
+    refused(&reflect(3), &axis(1 << 62), E::SizeOverflow);
+    assert!(reflect(0).lower(&axis(1 << 62)).is_ok());
 }
 
 #[test]
