@@ -695,6 +695,13 @@ mod tests {
             .collect()
     }
 
+    /// `kernel` tiled into statements of these loop extents, writing the same bytes.
+    fn tiles_to(kernel: LoopKernel, want: &[&[u64]]) {
+        let tiled = TileTransposes.run_loops(&kernel).unwrap();
+        assert_eq!(extents(&tiled), want);
+        same_result(&kernel, &tiled);
+    }
+
     fn same_result(kernel: &LoopKernel, tiled: &LoopKernel) {
         verify_loop_kernel(tiled).unwrap();
         let n = kernel.src.size_bytes().unwrap() as usize;
@@ -755,10 +762,7 @@ mod tests {
         same_result(&kernel, &tiled);
         // 16-bit elements, 3.2 MB: 8 rows at a time, groups of 32 lanes; no cut for the 6272
         // columns, which are no multiple of a cache block of 256 rows but are of 8.
-        let kernel = transpose(256, 6272, 2);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![784, 8, 8, 32]]);
-        same_result(&kernel, &tiled);
+        tiles_to(transpose(256, 6272, 2), &[&[784, 8, 8, 32]]);
         // Cache blocks where the data stays in the caches (1.6 MB), for 1024 lanes, and for
         // 128 lanes of planes of 401 KB, even in a memory-bound batch of eight.
         let kernel = transpose(512, 784, 4);
@@ -826,26 +830,17 @@ mod tests {
         // A large plane whose extents are not multiples of the cache block: 4096 of 4100
         // columns in cache blocks (256 destination rows, groups of 16 source rows), the last
         // 4 as one block of 4.
-        let kernel = transpose(80, 4100, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![16, 5, 64, 4, 16], vec![4, 80]]);
-        same_result(&kernel, &tiled);
+        tiles_to(transpose(80, 4100, 4), &[&[16, 5, 64, 4, 16], &[4, 80]]);
         // 200 source rows: 192 in groups of 16, the last 8 strip-mined.
-        let kernel = transpose(200, 1024, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![4, 12, 64, 4, 16], vec![256, 4, 8]]);
-        same_result(&kernel, &tiled);
+        tiles_to(
+            transpose(200, 1024, 4),
+            &[&[4, 12, 64, 4, 16], &[256, 4, 8]],
+        );
         // A large plane whose source loop is too short for row blocks (NCHW -> NHWC of 48
         // positions by 2048 channels): blocks of 64 lanes; 2050 channels, 2048 of them so
         // and the last 2 in a statement of their own.
-        let kernel = transpose(2048, 48, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![32, 12, 4, 64]]);
-        same_result(&kernel, &tiled);
-        let kernel = transpose(2050, 48, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![32, 12, 4, 64], vec![12, 4, 2]]);
-        same_result(&kernel, &tiled);
+        tiles_to(transpose(2048, 48, 4), &[&[32, 12, 4, 64]]);
+        tiles_to(transpose(2050, 48, 4), &[&[32, 12, 4, 64], &[12, 4, 2]]);
         // Fewer iterations than a block, or a byte transpose whose lane loop is shorter than
         // 16: left alone.
         for (rows, cols, bytes) in [(16, 3, 4), (8, 40, 1)] {
