@@ -695,6 +695,16 @@ mod tests {
             .collect()
     }
 
+    /// The (source, destination) strides of the loops of `kernel`'s first statement, tiled.
+    fn strides(kernel: &LoopKernel) -> Vec<(i64, i64)> {
+        let tiled = TileTransposes.run_loops(kernel).unwrap();
+        tiled.stmts[0]
+            .loops
+            .iter()
+            .map(|l| (l.src_stride, l.dst_stride))
+            .collect()
+    }
+
     /// `kernel` tiled into statements of these loop extents, writing the same bytes.
     fn tiles_to(kernel: LoopKernel, want: &[&[u64]]) {
         let tiled = TileTransposes.run_loops(&kernel).unwrap();
@@ -716,16 +726,9 @@ mod tests {
     fn a_large_plane_is_blocked_by_destination_rows_and_source_line_groups() {
         // 512 KiB of f32: blocks of 256 destination rows, groups of 16 source rows.
         let kernel = transpose(256, 512, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        let extents: Vec<u64> = tiled.stmts[0].loops.iter().map(|l| l.extent).collect();
-        assert_eq!(extents, [2, 16, 64, 4, 16]);
-        let strides: Vec<(i64, i64)> = tiled.stmts[0]
-            .loops
-            .iter()
-            .map(|l| (l.src_stride, l.dst_stride))
-            .collect();
+        tiles_to(kernel.clone(), &[&[2, 16, 64, 4, 16]]);
         assert_eq!(
-            strides,
+            strides(&kernel),
             [
                 (1024, 256 << 10),
                 (16 << 11, 64),
@@ -734,7 +737,6 @@ mod tests {
                 (2048, 4)
             ]
         );
-        same_result(&kernel, &tiled);
         // f64: pairs, groups of 8 source rows; 384 columns take blocks of 128 rows.
         let kernel = transpose(192, 384, 8);
         let tiled = TileTransposes.run_loops(&kernel).unwrap();
@@ -748,18 +750,11 @@ mod tests {
         // 512 lanes of f32 (2 KiB destination rows), 3.2 MB: 4 whole destination rows at a
         // time, in groups of 16 lanes (one source line each).
         let kernel = transpose(512, 1568, 4);
-        let tiled = TileTransposes.run_loops(&kernel).unwrap();
-        assert_eq!(extents(&tiled), [vec![392, 32, 4, 16]]);
-        let strides: Vec<(i64, i64)> = tiled.stmts[0]
-            .loops
-            .iter()
-            .map(|l| (l.src_stride, l.dst_stride))
-            .collect();
+        tiles_to(kernel.clone(), &[&[392, 32, 4, 16]]);
         assert_eq!(
-            strides,
+            strides(&kernel),
             [(16, 8 << 10), (16 * 1568 * 4, 64), (4, 2048), (1568 * 4, 4)]
         );
-        same_result(&kernel, &tiled);
         // 16-bit elements, 3.2 MB: 8 rows at a time, groups of 32 lanes; no cut for the 6272
         // columns, which are no multiple of a cache block of 256 rows but are of 8.
         tiles_to(transpose(256, 6272, 2), &[&[784, 8, 8, 32]]);
