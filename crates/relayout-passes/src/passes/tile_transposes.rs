@@ -31,10 +31,10 @@
 //! to the same L1 sets), and every destination line is written at once. Walking a square
 //! block column by column instead reread each source line from L2 once per micro-block column.
 //! Blocking reorders the points, which the disjoint destination runs make harmless too.
-//! A statement that runs from memory (more than [`MEMORY_BOUND`] bytes) with long
-//! destination rows and at most 512 lanes is walked `f` whole destination rows at a time
-//! instead, `[l/f, x/r, f, x: r]`, which writes the destination in address order (see
-//! [`walks_rows`]: NCHW -> NHWC of 256 to 512 channels, 1.4-2x faster).
+//! A statement that runs from memory (more than [`MEMORY_BOUND`] bytes) with 128 to 512 lanes
+//! is walked `f` whole destination rows at a time instead, `[l/f, x/r, f, x: r]`, which
+//! writes the destination in address order (see [`walks_rows`]: NCHW -> NHWC of 128 to 512
+//! channels, 1.1-2x faster).
 //!
 //! Loops between the source loop and the lane loop that step less than a block row on both
 //! sides (a batch between the two axes that swap, as in `[2, 1, 0]` of a cube) go inside the
@@ -153,7 +153,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         let r = LINE / s.bytes;
         if !x.extent.is_multiple_of(r) {
             parts(last, x.extent - x.extent % r)
-        } else if walks_rows(s, &x, plane) {
+        } else if walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes)) {
             // Blocks of `f` rows: any multiple of `f` will do.
             None
         } else if block_rows(l.extent).is_none() && l.extent > BLOCK_ROWS[0] {
@@ -301,16 +301,17 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
         && x.extent > LANE_BLOCK
         && x.extent.is_multiple_of(LANE_BLOCK);
     let plane = l.extent.saturating_mul(x.extent).saturating_mul(s.bytes);
-    let (end, loops) = match (blocked && walks_rows(s, &x, plane))
-        .then(row_walk)
-        .flatten()
-        .or_else(|| {
-            blocked
-                .then(|| block_rows(l.extent))
-                .flatten()
-                .and_then(cache_blocks)
-        })
-        .or_else(|| by_lanes.then(lane_blocks).flatten())
+    let (end, loops) = match (blocked
+        && walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes)))
+    .then(row_walk)
+    .flatten()
+    .or_else(|| {
+        blocked
+            .then(|| block_rows(l.extent))
+            .flatten()
+            .and_then(cache_blocks)
+    })
+    .or_else(|| by_lanes.then(lane_blocks).flatten())
     {
         Some(loops) => (last, loops),
         None => match by_line.then(line_groups).flatten() {
@@ -423,9 +424,9 @@ fn block_rows(extent: u64) -> Option<u64> {
 
 /// Whether a large plane (see [`tile_or_split`]) of `s`, whose lane loop is `x`, is walked
 /// by `f` whole destination rows at a time, `[l/f, x/r, f, x: r]`, instead of in cache
-/// blocks: when the statement writes more than [`MEMORY_BOUND`] bytes, its destination rows
-/// are at least [`WALKED_ROW`] bytes long, and it has at most [`WALKED_LANES`] lanes and, in
-/// a `plane` of at most [`NARROW_PLANE`] bytes, at least [`WALKED_NARROW_LANES`].
+/// blocks: when the statement writes more than [`MEMORY_BOUND`] bytes and has from
+/// [`WALKED_MIN_LANES`] to [`WALKED_LANES`] lanes, and at least [`WALKED_NARROW_LANES`] of
+/// them in a `plane` that fits L2 ([`L2_BYTES`]).
 ///
 /// A cache block writes one line of each of its 256 destination rows per group of lanes:
 /// lines a row apart, which the processor fetches for ownership one by one, with no stream
@@ -436,29 +437,34 @@ fn block_rows(extent: u64) -> Option<u64> {
 /// 8x512x28x28 4.66 -> 2.90, 8x384x28x28 3.35 -> 1.56, 8x256x56x56 (streamed) 6.83 -> 3.87,
 /// 4x256x112x112 11.4 -> 8.6, 1x512x56x56 1.97 -> 1.10, 2x512x28x28 0.41 -> 0.24,
 /// 8x192x56x56 3.28 -> 2.03, 8x128x56x56 1.97 -> 1.68, 4x128x56x56 1.25-1.30 -> 1.03-1.10;
-/// f16 8x256x56x56 3.56 -> 3.18, 8x512x28x28 2.06 -> 1.49; f64 8x512x28x28 5.27 -> 4.10; u8
-/// 8x512x28x28 0.43-0.61 -> 0.38-0.39. Where the data stays in the caches the blocks are
-/// faster (1x512x28x28 f32, 1.6 MB: 88 against 106 us; 1x384x28x28 63 against 76), and so
-/// they are for 1024 lanes, whose source lines no longer fit L1 together (8x1024x14x14 1.52
-/// against 1.72 ms), and for 64 lanes of 256-byte rows (8x64x112x112, 1x64x112x112 f32).
-fn walks_rows(s: &LoopStmt, x: &Loop, plane: u64) -> bool {
-    x.extent <= WALKED_LANES
-        && x.extent.saturating_mul(s.bytes) >= WALKED_ROW
-        && (x.extent >= WALKED_NARROW_LANES || plane > NARROW_PLANE)
-        && s.trip_count().saturating_mul(s.bytes) > MEMORY_BOUND
+/// f16 8x256x56x56 3.56 -> 3.18, 8x512x28x28 2.06 -> 1.49, 8x128x56x56 1.55-1.83 ->
+/// 1.22-1.33, 4x128x112x112 3.5-4.1 -> 2.5-2.6, 8x192x56x56 2.2-2.8 -> 2.1-2.3; f64
+/// 8x512x28x28 5.27 -> 4.10; u8 8x512x28x28 0.43-0.61 -> 0.38-0.39, 8x256x56x56 1.73-2.13 ->
+/// 1.66-1.74. Where the data stays in the caches the blocks are faster (1x512x28x28 f32,
+/// 1.6 MB: 88 against 106 us; 1x384x28x28 63 against 76), and so they are for 1024 lanes,
+/// whose source lines no longer fit L1 together (8x1024x14x14 1.52 against 1.72 ms), and for
+/// 64 lanes (8x64x112x112, 1x64x112x112 f32).
+fn walks_rows(x: &Loop, plane: u64, bytes: u64) -> bool {
+    (WALKED_MIN_LANES..=WALKED_LANES).contains(&x.extent)
+        && (x.extent >= WALKED_NARROW_LANES || plane > L2_BYTES)
+        && bytes > MEMORY_BOUND
 }
 
-/// Lanes below which rows are walked only in planes of more than [`NARROW_PLANE`] bytes:
-/// 8x128x28x28 f32 (401 KB planes) ran 10-20% slower walked, 8x128x56x56 (1.6 MB) 15-25%
+/// Lanes below which rows are walked only in planes larger than L2: 8x128x28x28 f32 (401 KB
+/// planes) ran 10-20% slower walked; 8x128x56x56 f32 (1.6 MB) and f16 (802 KB) 15-25%
 /// faster.
 const WALKED_NARROW_LANES: u64 = 256;
+
+/// The level-2 cache of the reference machine (AMD Zen 3), and of many x86-64 cores.
+const L2_BYTES: u64 = 512 << 10;
 
 /// Bytes a statement writes above which its transposes run from memory rather than from the
 /// caches (between the 1.6 MB and the 3.2 MB of the measurements of [`walks_rows`]).
 const MEMORY_BOUND: u64 = 2 << 20;
 
-/// The shortest destination rows, in bytes, walked whole (128 lanes of f32).
-const WALKED_ROW: u64 = 512;
+/// The fewest lanes walked whole: 64 lanes (NCHW -> NHWC of 64 channels) measured faster in
+/// cache blocks, 128 walked.
+const WALKED_MIN_LANES: u64 = 128;
 
 /// The most lanes walked whole: their source lines, one each, fit L1 together.
 const WALKED_LANES: u64 = 512;
@@ -782,6 +788,15 @@ mod tests {
         assert_eq!(walked, [8, 784, 8, 4, 16]);
         let kernel = kernel_of(s, relayout_ir::DType::F32, [8, 128, 3136], [8, 3136, 128]);
         tiled_alike(&kernel);
+        // 128 lanes of f16 (256-byte rows) in 802 KB planes, larger than L2: walked too.
+        let s = copy(
+            2,
+            vec![lp(8, 802816, 802816), lp(3136, 2, 256), lp(128, 6272, 2)],
+        );
+        let walked: Vec<u64> = tile_stmt(&s)[0].loops.iter().map(|l| l.extent).collect();
+        assert_eq!(walked, [8, 392, 4, 8, 32]);
+        // 64 lanes keep the cache blocks (1x64x112x112 f32, 3.2 MB).
+        tiles_to(transpose(64, 12544, 4), &[&[49, 4, 64, 4, 16]]);
     }
 
     #[test]
