@@ -45,7 +45,8 @@ use cranelift_codegen::{CodegenError, Context};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Module, ModuleReloc};
 use relayout_codegen::{
-    kernel_signature, translate_kernel_fn, translate_variants_fn, Helper, ModuleImports, RUN_ALL,
+    kernel_signature, translate_kernel_fn, translate_variants_fn, Helper, HelperRuns,
+    ModuleImports, RUN_ALL,
 };
 use relayout_ir::{LoopKernel, LoopStmt, Unit};
 use std::ops::Range;
@@ -504,14 +505,8 @@ impl JitCode {
             .iter()
             .enumerate()
             .map(|(i, stmt)| {
-                // Threads cut the loop the entry runs pieces of: a helper's nest's outer loop.
-                let (extent, disjoint) = match &helper_runs {
-                    Some(runs) => helper_cut(stmt, runs[i]),
-                    None => (
-                        stmt.loops.first().map_or(1, |l| l.extent),
-                        outer_iterations_disjoint(stmt),
-                    ),
-                };
+                let (extent, disjoint) =
+                    threaded_cut(stmt, helper_runs.as_ref().map(|runs| runs[i]));
                 StmtCode {
                     extent,
                     disjoint,
@@ -924,6 +919,20 @@ pub(crate) fn verify(kernel: &LoopKernel) -> Result<(), JitError> {
         kernel: kernel.name.clone(),
         source,
     })
+}
+
+/// How threaded runs cut `stmt`: the extent of the loop whose iterations the pieces are, and
+/// whether different iterations of it write disjoint destination bytes. That loop is the one
+/// the entry runs pieces of: the outer loop of the helper's nest when `runs`' helper runs the
+/// statement ([`helper_cut`]), else the statement's own outer loop.
+pub(crate) fn threaded_cut(stmt: &LoopStmt, runs: Option<HelperRuns>) -> (u64, bool) {
+    match runs {
+        Some(runs) => helper_cut(stmt, runs),
+        None => (
+            stmt.loops.first().map_or(1, |l| l.extent),
+            outer_iterations_disjoint(stmt),
+        ),
+    }
 }
 
 /// Whether two different iterations of the outermost loop write disjoint destination bytes,

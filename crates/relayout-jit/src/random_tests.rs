@@ -161,17 +161,12 @@ proptest! {
             // many pieces as asked (capped by its outer loop), or, when its wide variant (two
             // outer loops swapped) or its collapsed form gives more pieces, in as many as
             // that gives.
-            // A statement that a helper runs is cut along the helper's nest (`helper_cut`).
+            // A statement that a helper runs is cut along the helper's nest (`threaded_cut`).
             prop_assert_eq!(ran.len(), k.stmts.len());
             let helpers = relayout_codegen::helper_kernel(&k).unwrap();
             for (i, (stmt, s)) in k.stmts.iter().zip(&ran).enumerate() {
-                let (extent, disjoint) = match &helpers {
-                    Some(runs) => super::helper_kernel::helper_cut(stmt, runs[i]),
-                    None => (
-                        stmt.loops.first().map_or(1, |l| l.extent),
-                        super::module::outer_iterations_disjoint(stmt),
-                    ),
-                };
+                let (extent, disjoint) =
+                    super::module::threaded_cut(stmt, helpers.as_ref().map(|runs| runs[i]));
                 let own = if disjoint {
                     pieces.min(extent as usize).max(1)
                 } else {
