@@ -138,6 +138,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
     let large = j + 1 == last
         && plane > L2_PLANE
         && (x.extent > MIN_BLOCK || x.extent > MIN_NARROW_BLOCK && plane > NARROW_PLANE);
+    let walks = large && walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes));
     let parts = |k: usize, at: u64| -> Option<Vec<LoopStmt>> {
         let (first, rest) = cut(s, k, at)?;
         let mut parts = tile_or_split(&first, f);
@@ -153,7 +154,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         let r = LINE / s.bytes;
         if !x.extent.is_multiple_of(r) {
             parts(last, x.extent - x.extent % r)
-        } else if walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes)) {
+        } else if walks {
             // Blocks of `f` rows: any multiple of `f` will do.
             None
         } else if block_rows(l.extent).is_none() && l.extent > BLOCK_ROWS[0] {
@@ -169,7 +170,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
     } else {
         None
     };
-    cuts.unwrap_or_else(|| vec![tile(s, f, j, large)])
+    cuts.unwrap_or_else(|| vec![tile(s, f, j, large, walks)])
 }
 
 /// `s` with its outermost loop moved inside the next one when that loop is already one
@@ -215,9 +216,10 @@ fn cut(s: &LoopStmt, k: usize, at: u64) -> Option<(LoopStmt, LoopStmt)> {
 
 /// [`tile_or_split`]'s statement without cuts: loop `j` (source-contiguous, more than `f`
 /// iterations) strip-mined by `f` beside the destination-contiguous innermost loop, and, in a
-/// `large` plane (see [`tile_or_split`]), cache-blocked. Unchanged when `j`'s extent is not a
+/// `large` plane (see [`tile_or_split`]), cache-blocked or, when it `walks` (see
+/// [`walks_rows`]), walked by whole destination rows. Unchanged when `j`'s extent is not a
 /// multiple of `f` (a cut that would have overflowed).
-fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
+fn tile(s: &LoopStmt, f: u64, j: usize, large: bool, walks: bool) -> LoopStmt {
     let last = s.loops.len() - 1;
     let l = s.loops[j];
     let x = s.loops[last];
@@ -300,18 +302,16 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool) -> LoopStmt {
         && block_rows(l.extent).is_none()
         && x.extent > LANE_BLOCK
         && x.extent.is_multiple_of(LANE_BLOCK);
-    let plane = l.extent.saturating_mul(x.extent).saturating_mul(s.bytes);
-    let (end, loops) = match (blocked
-        && walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes)))
-    .then(row_walk)
-    .flatten()
-    .or_else(|| {
-        blocked
-            .then(|| block_rows(l.extent))
-            .flatten()
-            .and_then(cache_blocks)
-    })
-    .or_else(|| by_lanes.then(lane_blocks).flatten())
+    let (end, loops) = match (blocked && walks)
+        .then(row_walk)
+        .flatten()
+        .or_else(|| {
+            blocked
+                .then(|| block_rows(l.extent))
+                .flatten()
+                .and_then(cache_blocks)
+        })
+        .or_else(|| by_lanes.then(lane_blocks).flatten())
     {
         Some(loops) => (last, loops),
         None => match by_line.then(line_groups).flatten() {
