@@ -208,7 +208,7 @@ fn access(
     let first_point: Vec<i64> = domain.iter().map(|r| r.lo).collect();
     if map.iter().any(AffineExpr::has_div_or_mod) {
         return flat_access(simp, map, weights, &first_point, what)
-            .or_else(|e| unravelled_access(simp, map, operand, domain).ok_or(e));
+            .or_else(|e| unravelled_access(simp, map, operand, domain, &first_point).ok_or(e));
     }
     let mut offset = Some(0i128);
     // `None` once a stride overflows even `i128`.
@@ -322,7 +322,7 @@ fn flat_access(
 /// `(d0 * 320 + d1) floordiv 240`, `(d0 * 128 + (d1 * 2 + d2) floordiv 5) mod 3`,
 /// `(d1 * 2 + d2) mod 5`), so `fold_digits` finds no fold.
 ///
-/// `F` is found by evaluating the flat position `sum(s_j * e_j)` at the first point and one
+/// `F` is found by evaluating the flat position `sum(s_j * e_j)` at the `first` point and one
 /// step along each dim, and then proven, not assumed: the simplifier's form of each candidate
 /// digit of `F` must be the form it gives `e_j`. Its rules are identities over the domain, so
 /// equal forms mean equal values at every point. `None` when any step fails.
@@ -331,6 +331,7 @@ fn unravelled_access(
     map: &[AffineExpr],
     operand: &Operand,
     domain: &[DimRange],
+    first: &[i64],
 ) -> Option<(i64, Vec<i64>)> {
     let ty = operand.ty;
     let esize = i128::from(ty.dtype.size());
@@ -342,15 +343,14 @@ fn unravelled_access(
             acc.checked_add(i128::from(e.eval(point)?).checked_mul(i128::from(s))?)
         })
     };
-    let first: Vec<i64> = domain.iter().map(|r| r.lo).collect();
-    let at_first = flat(&first)?;
+    let at_first = flat(first)?;
     let mut coefs = Vec::with_capacity(domain.len());
     for (d, r) in domain.iter().enumerate() {
         if r.len() < 2 {
             coefs.push(0i128);
             continue;
         }
-        let mut next = first.clone();
+        let mut next = first.to_vec();
         next[d] += 1;
         coefs.push(flat(&next)?.checked_sub(at_first)?);
     }
