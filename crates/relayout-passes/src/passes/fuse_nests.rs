@@ -98,24 +98,87 @@ impl LoopPass for FuseNests {
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
         let mut out = k.with_stmts(Vec::with_capacity(k.stmts.len()), k.bands.clone());
         // The group being grown (members as fused) and its statements as they were.
-        let mut group: Vec<LoopStmt> = Vec::new();
+        let mut group = Group::default();
         let mut originals: &[LoopStmt] = &[];
         for (i, stmt) in k.stmts.iter().enumerate() {
-            if let Some(grown) = join(&group, stmt) {
-                group = grown;
-                originals = &k.stmts[i + 1 - group.len()..=i];
+            if group.join(stmt) {
+                originals = &k.stmts[i + 1 - group.members.len()..=i];
                 continue;
             }
-            self.close(&mut out, &group, originals);
-            group = vec![stmt.clone()];
+            self.close(&mut out, &group.members, originals);
+            group = Group::of(stmt);
             originals = &k.stmts[i..=i];
         }
-        self.close(&mut out, &group, originals);
+        self.close(&mut out, &group.members, originals);
         Ok(out)
     }
 }
 
 impl_pass!(loops FuseNests);
+
+/// A group being grown: its members as fused, and the destination bytes one iteration of
+/// their shared outer loop writes (the union of their footprints, kept so that a statement
+/// joins a group of `n` members in time independent of `n`: a 63x63 Im2Col has some 4,000
+/// statements).
+#[derive(Default)]
+struct Group {
+    members: Vec<LoopStmt>,
+    span: (i128, i128),
+}
+
+impl Group {
+    /// The group of one statement.
+    fn of(stmt: &LoopStmt) -> Group {
+        let members = vec![stmt.clone()];
+        let span = Group::span_of(&members);
+        Group { members, span }
+    }
+
+    fn span_of(members: &[LoopStmt]) -> (i128, i128) {
+        members
+            .iter()
+            .map(|s| dst_footprint(s, 0))
+            .fold((i128::MAX, i128::MIN), |(lo, hi), (a, b)| {
+                (lo.min(a), hi.max(b))
+            })
+    }
+
+    /// Grows the group by `next` when it can join (see [`join`]), and says whether it did.
+    fn join(&mut self, next: &LoopStmt) -> bool {
+        if self.members.len() < 2 {
+            // The first member may take `next`'s outer loop: the whole check.
+            let Some(grown) = join(&self.members, next) else {
+                return false;
+            };
+            self.span = Group::span_of(&grown);
+            self.members = grown;
+            return true;
+        }
+        // Two members or more share the first's outer loop, and `iterations_disjoint` has
+        // held for them: `join`'s checks of the others hold still, so only `next` is checked,
+        // against the group's footprint (the check `iterations_disjoint` makes at depth 1).
+        let outer = self.members[0].loops[0];
+        let Some(new) = with_outer_loop(next, &outer) else {
+            return false;
+        };
+        if reduction_split(&new) == 0 {
+            return false;
+        }
+        let (a, b) = dst_footprint(&new, 0);
+        let span = (self.span.0.min(a), self.span.1.max(b));
+        if outer.extent > 1 && span.1 - span.0 > i128::from(outer.dst_stride).abs() {
+            return false;
+        }
+        debug_assert!({
+            let mut grown = self.members.clone();
+            grown.push(new.clone());
+            iterations_disjoint(&grown, 1).is_ok()
+        });
+        self.members.push(new);
+        self.span = span;
+        true
+    }
+}
 
 /// The group `group` grown by `next` (members possibly reshaped to share the outer loop), or
 /// `None` when `next` cannot join.
