@@ -184,3 +184,36 @@ fn streaming_statements_call_the_helper_once_per_nest() {
         }
     }
 }
+
+/// A band member's constants (here a fill's pattern vector) are made inside the band's
+/// loops, where the member's nest starts: made before them, they were live across every other
+/// member's loops, which cost the register allocator work for nothing.
+#[test]
+fn band_members_make_their_constants_inside_the_band() {
+    let text = "loops @k(%src: tensor<64x64xf32>) -> (%dst: tensor<64x96xf32>) {
+  fused for i0 in 0 to 64 {
+    fill 64 bytes %dst[0 + 384 * i0] = -0.5
+        for i0 in 0 to 64
+    copy 256 bytes %dst[64 + 384 * i0] = %src[0 + 256 * i0]
+        for i0 in 0 to 64
+    fill 64 bytes %dst[320 + 384 * i0] = 0
+        for i0 in 0 to 64
+  }
+}
+";
+    let k = relayout_ir::parse_loop_kernel(text).unwrap();
+    assert_eq!(k.bands.len(), 1, "{k}");
+    let clif = clif_text(&k).unwrap();
+    let function = &clif[clif.find("function %").expect("a function")..];
+    // The band's loop: its header compares the index with the end of the range.
+    let header = function.find("icmp ult").expect("the band's loop header");
+    for constant in ["vconst.i8x16", "splat.i8x16"] {
+        let at = function
+            .find(constant)
+            .unwrap_or_else(|| panic!("no {constant}:\n{function}"));
+        assert!(
+            at > header,
+            "{constant} made before the band's loop:\n{function}"
+        );
+    }
+}
