@@ -860,3 +860,77 @@ fn the_guard_catches_overruns_and_underruns() {
         );
     }
 }
+
+/// Kernels of `relayout_codegen::MANY_STATEMENTS` statements or more (a padded Im2Col of a
+/// large kernel: about one statement per kernel position) run every copy and fill in the
+/// JIT's nest helpers and compile no code; smaller ones keep generated code. Both against the
+/// reference in guarded buffers, threaded, in pieces and into a misaligned destination.
+#[test]
+fn kernels_of_many_statements_in_guarded_buffers() {
+    let helper = [
+        "Im2Col {block_shape = [17, 17], pads = [8, 8, 8, 8]} : tensor<1x2x20x20xf32>",
+        "Im2Col {block_shape = [17, 17], pads = [8, 8, 8, 8]} : tensor<2x3x19x21xi8>",
+        "Im2Col {block_shape = [300], pads = [150, 149]} : tensor<1x3x320xf64>",
+    ];
+    let generated =
+        ["Im2Col {block_shape = [13, 13], pads = [6, 6, 6, 6]} : tensor<1x2x20x20xf32>"];
+    helper_kernel_failures(&helper, &generated, "by the JIT's nest helper", 2900);
+}
+
+/// The nest helpers' fills of other values than zero, and copies, in a band and outside one:
+/// a kernel of `MANY_STATEMENTS` statements given as loop IR, against the interpreter.
+#[test]
+fn many_statements_of_fills_and_copies_in_guarded_buffers() {
+    let n = relayout_codegen::MANY_STATEMENTS + 8;
+    // Each statement writes 12 bytes of its own 16 in every row of 4 x (16 n) bytes; the first
+    // half in a band over the rows, the second half one statement after another.
+    let row = 16 * n as i64;
+    let mut text = format!(
+        "loops @many(%src: tensor<4x{}xf32>) -> (%dst: tensor<4x{}xf32>) {{\n",
+        4 * n,
+        4 * n
+    );
+    let stmt = |j: usize| {
+        let at = 16 * j as i64;
+        let body = if j % 3 == 0 {
+            format!("fill 12 bytes %dst[{at} + {row} * i0] = -0.5")
+        } else {
+            format!(
+                "copy 12 bytes %dst[{at} + {row} * i0] = %src[{} + {row} * i0]",
+                at + 4
+            )
+        };
+        format!("{body}\n    for i0 in 0 to 4\n")
+    };
+    text.push_str("fused for i0 in 0 to 4 {\n");
+    for j in 0..n / 2 {
+        text.push_str(&stmt(j));
+    }
+    text.push_str("}\n");
+    for j in n / 2..n {
+        text.push_str(&stmt(j));
+    }
+    text.push_str("}\n");
+    let loops = relayout::ir::parse_loop_kernel(&text).unwrap();
+    assert_eq!(loops.bands.len(), 1);
+    let notes = relayout::codegen_notes(&loops);
+    assert!(
+        notes.iter().all(|n| n.contains("by the JIT's nest helper")),
+        "{notes:?}"
+    );
+    let bytes = 4 * 16 * n;
+    let src = random_bytes(bytes, 3100);
+    let mut want = random_bytes(bytes, 3101);
+    relayout::ir::interpret_loops(&loops, &src, &mut want).unwrap();
+    // The fills did write -0.5 (the test is not vacuous).
+    assert_eq!(want[..4], (-0.5f32).to_le_bytes());
+    let kernel = relayout::compile_loops(loops).unwrap();
+    for guard in Guard::BOTH {
+        for split in [relayout::Split::Pieces(1), relayout::Split::Pieces(3)] {
+            let src = GuardedBuf::from_bytes(&src, guard);
+            let mut dst = GuardedBuf::from_bytes(&random_bytes(bytes, 3101), guard);
+            kernel.run_split(&src, &mut dst, split).unwrap();
+            assert!(dst[..] == want[..], "{split:?}, guard at {guard:?}");
+        }
+    }
+}

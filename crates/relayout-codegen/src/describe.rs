@@ -57,6 +57,22 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                     dtype.name()
                 ));
             }
+            Some(crate::HelperRuns::Move) => {
+                return Some(format!(
+                    "copies of runs of {bytes} bytes with ordinary stores, by the JIT's nest helper \
+                     over the loop nest: a kernel of many statements ({} or more) runs every \
+                     statement in a helper and compiles no code",
+                    crate::MANY_STATEMENTS
+                ));
+            }
+            Some(crate::HelperRuns::Fill(_)) => {
+                return Some(format!(
+                    "fills of runs of {bytes} bytes with ordinary stores, by the JIT's nest helper \
+                     over the loop nest: a kernel of many statements ({} or more) runs every \
+                     statement in a helper and compiles no code",
+                    crate::MANY_STATEMENTS
+                ));
+            }
             Some(crate::HelperRuns::Clear) => {
                 return Some(format!(
                     "zeroes of runs of {bytes} bytes with ordinary stores (kept in cache for the \

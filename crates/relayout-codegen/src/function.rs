@@ -612,7 +612,23 @@ pub enum HelperRuns {
     /// Rows of pixels of three byte channels from three planes (see [`Interleave`]), by the
     /// JIT's interleave helper; generated code has no call of it.
     Interleave(Interleave),
+    /// The runs are copied with ordinary stores by the JIT's nest helper: a copy of a kernel
+    /// of [`MANY_STATEMENTS`] or more that no other helper runs.
+    Move,
+    /// The runs are filled with ordinary stores of the fill value's pattern (the value
+    /// repeated over 16 bytes) by the JIT's nest helper, as [`HelperRuns::Move`] copies.
+    Fill(u128),
 }
+
+/// Kernels of this many statements or more run every copy and fill in the JIT's nest helpers
+/// ([`HelperRuns::Move`] and [`HelperRuns::Fill`]) when their other statements have helpers
+/// too, and compile no code. A padded Im2Col takes about one statement per kernel position
+/// (its borders), and Cranelift's time grows faster than its code: in instructions of a
+/// compile (callgrind), a 7x7 Im2Col's 31 statements took 62 M, an 11x11's 74 statements
+/// 141 M and a 31x31's 949 statements several billion, several hundred milliseconds. All
+/// kernels of the benchmark suites have fewer statements (at most 24, the 7x7 stem Im2Col of
+/// stride 2).
+pub const MANY_STATEMENTS: usize = 256;
 
 /// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of
 /// the JIT, with the helper of each; `None` when some statement needs code of its own. The
@@ -628,6 +644,7 @@ pub enum HelperRuns {
 /// paid.
 pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, CodegenError> {
     let mut runs = Vec::with_capacity(kernel.stmts.len());
+    let many = kernel.stmts.len() >= MANY_STATEMENTS;
     for (index, stmt) in kernel.stmts.iter().enumerate() {
         check_stmt(kernel, index, stmt)?;
         let band = kernel.bands.iter().find(|b| b.members().contains(&index));
@@ -677,6 +694,10 @@ pub fn helper_kernel(kernel: &LoopKernel) -> Result<Option<Vec<HelperRuns>>, Cod
                 if value.is_zero() && kernel.stmts.iter().any(|s| s.action.is_accumulate()) =>
             {
                 HelperRuns::Clear
+            }
+            LoopAction::Copy if many => HelperRuns::Move,
+            LoopAction::Fill { value } if many => {
+                HelperRuns::Fill(copy::fill_pattern(value, dtype))
             }
             _ => return Ok(None),
         };

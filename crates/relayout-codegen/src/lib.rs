@@ -65,7 +65,7 @@ pub use error::CodegenError;
 pub use every_other::EveryOther;
 pub use function::{
     build_function, helper_kernel, kernel_signature, stmt_signature, translate_kernel_fn,
-    translate_stmt, translate_variants_fn, HelperRuns, RUN_ALL,
+    translate_stmt, translate_variants_fn, HelperRuns, MANY_STATEMENTS, RUN_ALL,
 };
 pub use imports::{Helper, Imports, ModuleImports, TextImports};
 pub use loops::IndexLoop;

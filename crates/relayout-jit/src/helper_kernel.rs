@@ -20,9 +20,10 @@
 //! generated function does.
 
 use crate::helpers::{
-    relayout_deinterleave_nest, relayout_interleave_nest, relayout_store_fence,
-    relayout_stream_copy_nest, relayout_stream_every_other_nest, relayout_stream_transpose_nest,
-    relayout_stream_zero_nest, sum_nest, zero_nest, RowForm, StreamLoop, SumNest, SumShape,
+    fill_nest, move_nest, relayout_deinterleave_nest, relayout_interleave_nest,
+    relayout_store_fence, relayout_stream_copy_nest, relayout_stream_every_other_nest,
+    relayout_stream_transpose_nest, relayout_stream_zero_nest, sum_nest, zero_nest, RowForm,
+    StreamLoop, SumNest, SumShape,
 };
 use crate::module::outer_iterations_disjoint;
 use relayout_codegen::{HelperRuns, RUN_ALL};
@@ -64,7 +65,11 @@ fn helper_nest(stmt: &LoopStmt, runs: HelperRuns) -> Vec<Loop> {
             let row_loops = sums.row.map_or(0, |r| r.loops());
             stmt.loops[..sums.split - row_loops].to_vec()
         }
-        HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear => stmt.loops.clone(),
+        HelperRuns::Copy
+        | HelperRuns::Zero
+        | HelperRuns::Clear
+        | HelperRuns::Move
+        | HelperRuns::Fill(_) => stmt.loops.clone(),
     }
 }
 
@@ -81,9 +86,12 @@ pub(crate) fn helper_cut(stmt: &LoopStmt, runs: HelperRuns) -> (u64, bool) {
     };
     let disjoint = match runs {
         // A prefix of the statement's loops: its outer loop is the statement's.
-        HelperRuns::Copy | HelperRuns::Zero | HelperRuns::Clear | HelperRuns::Sum(_) => {
-            outer_iterations_disjoint(stmt)
-        }
+        HelperRuns::Copy
+        | HelperRuns::Zero
+        | HelperRuns::Clear
+        | HelperRuns::Move
+        | HelperRuns::Fill(_)
+        | HelperRuns::Sum(_) => outer_iterations_disjoint(stmt),
         // Blocks or rows of the statement's points: different iterations are different
         // points, which write disjoint bytes when every point does.
         HelperRuns::Transpose(_)
@@ -97,7 +105,10 @@ pub(crate) fn helper_cut(stmt: &LoopStmt, runs: HelperRuns) -> (u64, bool) {
 impl HelperStmt {
     fn new(stmt: &LoopStmt, runs: HelperRuns) -> HelperStmt {
         let nest = helper_nest(stmt, runs);
-        let reads_src = !matches!(runs, HelperRuns::Zero | HelperRuns::Clear);
+        let reads_src = !matches!(
+            runs,
+            HelperRuns::Zero | HelperRuns::Clear | HelperRuns::Fill(_)
+        );
         HelperStmt {
             runs,
             bytes: stmt.bytes,
@@ -183,6 +194,8 @@ impl HelperStmt {
                 HelperRuns::Copy => relayout_stream_copy_nest(dst, src, self.bytes, nest, depth),
                 HelperRuns::Zero => relayout_stream_zero_nest(dst, self.bytes, nest, depth),
                 HelperRuns::Clear => zero_nest(dst, self.bytes as usize, loops),
+                HelperRuns::Move => move_nest(dst, src, self.bytes as usize, loops),
+                HelperRuns::Fill(pattern) => fill_nest(dst, pattern, self.bytes as usize, loops),
                 HelperRuns::Transpose(blocks) => relayout_stream_transpose_nest(
                     dst,
                     src,
@@ -258,7 +271,7 @@ impl HelperUnit {
                     });
                     (sums.terms.len() as u64, m.bytes.saturating_mul(row))
                 }
-                (None, HelperRuns::Zero | HelperRuns::Clear) => (0, m.bytes),
+                (None, HelperRuns::Zero | HelperRuns::Clear | HelperRuns::Fill(_)) => (0, m.bytes),
                 (None, _) => (1, m.bytes),
             };
             sum.saturating_add(runs.saturating_mul(run_bytes).saturating_mul(1 + reads))

@@ -14,11 +14,13 @@ use relayout_ir::half_sum;
 mod ahead;
 mod byte_channels;
 mod every_other;
+mod moves;
 mod stream;
 mod sum;
 
 pub use byte_channels::{relayout_deinterleave_nest, relayout_interleave_nest};
 pub use every_other::relayout_stream_every_other_nest;
+pub(crate) use moves::{fill_nest, move_nest};
 pub use stream::{
     relayout_store_fence, relayout_stream_copy_nest, relayout_stream_transpose_nest,
     relayout_stream_zero_nest, StreamLoop,
