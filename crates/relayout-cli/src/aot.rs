@@ -32,7 +32,7 @@ pub fn aot(args: AotArgs) -> Result<ExitCode, String> {
         std::fs::write(header, object.header(args.op.trim()))
             .map_err(|e| format!("writing {}: {e}", header.display()))?;
     }
-    println!(
+    outln!(
         "{}: {} -> {}, {} and {}_range (outer range 0..{})",
         args.output.display(),
         object.src,
@@ -42,10 +42,10 @@ pub fn aot(args: AotArgs) -> Result<ExitCode, String> {
         object.outer
     );
     if object.helpers.is_empty() {
-        println!("needs no runtime library: link it alone (cc prog.c FILE.o)");
+        outln!("needs no runtime library: link it alone (cc prog.c FILE.o)");
     } else {
         let names: Vec<&str> = object.helpers.iter().map(|h| h.symbol()).collect();
-        println!(
+        outln!(
             "calls {}: link librelayout_capi too (cc prog.c FILE.o -lrelayout_capi)",
             names.join(", ")
         );

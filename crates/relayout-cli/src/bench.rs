@@ -101,7 +101,7 @@ pub fn bench(args: BenchArgs) -> Result<ExitCode, String> {
             Ok(result) => {
                 out.text(&report::row(&result, width));
                 if args.json {
-                    println!("{}", report::json_line(&result, threads));
+                    outln!("{}", report::json_line(&result, threads));
                 }
                 results.push(result);
             }
@@ -140,7 +140,7 @@ impl Out {
         if self.json {
             eprintln!("{line}");
         } else {
-            println!("{line}");
+            outln!("{line}");
         }
     }
 }

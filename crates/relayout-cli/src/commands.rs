@@ -102,7 +102,7 @@ pub fn lower(
         } else {
             chosen_pipeline(passes)?
         };
-        println!("{pipeline}");
+        outln!("{pipeline}");
         return Ok(ExitCode::SUCCESS);
     }
     if emit.contains(&Emit::Asm) && !relayout::HAS_DISASSEMBLER {
@@ -206,9 +206,9 @@ pub fn lower(
         let (title, text) = stage_text(&stages, stage, emit.is_empty())?;
         let Some(text) = text else { continue };
         if headers {
-            println!("// ----- {title} ----- //\n{text}");
+            outln!("// ----- {title} ----- //\n{text}");
         } else {
-            print!("{text}");
+            out!("{text}");
         }
     }
     if let Some(t) = &timings {
@@ -235,17 +235,17 @@ fn print_dumps(
     // The lowering is not a pass --print-after can name: its dump comes with every pass's
     // (--print-after-all) or with every change (--print-after-change), as it makes the IR.
     if let Some(name) = op_name.filter(|_| selection.all || selection.changed) {
-        println!("// -----// IR Dump After Lowering ({name}) //----- //\n{text}");
+        outln!("// -----// IR Dump After Lowering ({name}) //----- //\n{text}");
     }
     // The same run as `opt` on the printed IR (printing and parsing round-trip), so that
     // `lower` and `opt` select and print dumps alike.
     match relayout::opt_with(&text, Some(&pipeline.to_string()), selection) {
         Ok(dumps) => {
-            print!("{dumps}");
+            out!("{dumps}");
             Ok(())
         }
         Err(e) => {
-            print!("{}", e.output);
+            out!("{}", e.output);
             Err(e.error.to_string())
         }
     }
@@ -322,18 +322,18 @@ pub fn demo() -> Result<ExitCode, String> {
     let text = "SpaceToDepth {block_size = 2, data_format = \"NHWC\"} : tensor<1x4x4x1xf32>";
     let spec = relayout::parse_op_spec(text).map_err(|e| e.to_string())?;
     let op = Op::from_attrs(&spec.name, &spec.attrs).map_err(|e| e.to_string())?;
-    println!("op: {text}\n");
+    outln!("op: {text}\n");
     let start = std::time::Instant::now();
     let kernel = relayout::compile(&op, &spec.input).map_err(|e| e.to_string())?;
     let compile_time = start.elapsed();
     let stages = kernel.stages();
-    println!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
-    println!(
+    outln!("// ----- lowered index-map IR ----- //\n{}", stages.lowered);
+    outln!(
         "// ----- index-map IR after simplification ----- //\n{}",
         stages.optimized
     );
-    println!("// ----- loop IR ----- //\n{}", stages.loops);
-    println!(
+    outln!("// ----- loop IR ----- //\n{}", stages.loops);
+    outln!(
         "// ----- Cranelift IR ----- //\n{}",
         relayout::clif_text(&stages.loops).map_err(|e| e.to_string())?
     );
@@ -345,17 +345,17 @@ pub fn demo() -> Result<ExitCode, String> {
         .run_typed(&input, &mut output)
         .map_err(|e| e.to_string())?;
     let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    println!(
+    outln!(
         "input {}:\n{}\n",
         spec.input,
         relayout::format_tensor(&spec.input, &bytes(&input), 64)
     );
-    println!(
+    outln!(
         "output {}:\n{}\n",
         kernel.output_type(),
         relayout::format_tensor(kernel.output_type(), &bytes(&output), 64)
     );
-    println!(
+    outln!(
         "compiled in {:.3} ms (op -> callable, including the first-use set-up of the JIT)",
         compile_time.as_secs_f64() * 1e3
     );
@@ -374,14 +374,14 @@ pub fn opt(
             (Some(file), None) if is_loop_ir(file)? => relayout::passes::default_loop_pipeline(),
             _ => chosen_pipeline(passes)?,
         };
-        println!("{pipeline}");
+        outln!("{pipeline}");
         return Ok(ExitCode::SUCCESS);
     }
     let file = file.ok_or("give a file of IR text, or - for standard input")?;
     let text = read_text(file)?;
     let (out, timings) = relayout::opt_timed(&text, passes, &print.selection())
         .map_err(|e| format!("{}: {e}", file.display()))?;
-    print!("{out}");
+    out!("{out}");
     if print.timings {
         eprint!("{timings}");
     }
@@ -422,23 +422,23 @@ pub fn conformance(dirs: &[PathBuf], verbose: bool) -> Result<ExitCode, String> 
                     passed += 1;
                     counts.0 += 1;
                     if verbose {
-                        println!("ok   {stem}");
+                        outln!("ok   {stem}");
                     }
                 }
                 Err(why) => {
                     failed += 1;
                     counts.1 += 1;
-                    println!("FAIL {stem}: {why}");
+                    outln!("FAIL {stem}: {why}");
                 }
             }
         }
     }
     if verbose {
         for (op, (p, f)) in &per_op {
-            println!("{op}: {p} passed, {f} failed");
+            outln!("{op}: {p} passed, {f} failed");
         }
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -456,7 +456,7 @@ pub fn explain(op: &str, svg: Option<&Path>) -> Result<ExitCode, String> {
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             eprintln!("wrote {}", path.display());
         }
-        None => print!("{picture}"),
+        None => out!("{picture}"),
     }
     Ok(ExitCode::SUCCESS)
 }

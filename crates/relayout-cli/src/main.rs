@@ -7,6 +7,21 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `print!` to standard output that ends the program quietly when the reader has gone
+/// (`relayout lower OP | head`), as Unix tools do, instead of panicking as `print!` does.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` to standard output, as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod aot;
 mod bench;
 mod commands;
@@ -296,6 +311,20 @@ fn opt_after_help() -> String {
         ));
     }
     text
+}
+
+/// Writes to standard output. A closed pipe ends the program with status 141 (128 + SIGPIPE,
+/// the status of a Unix tool that the signal ended); another write error ends it with status
+/// 1 and the error on standard error.
+fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: writing to standard output: {e}");
+        std::process::exit(1);
+    }
 }
 
 fn main() -> ExitCode {

@@ -158,7 +158,7 @@ fn counting_input(ty: &TensorType) -> Result<Vec<u8>, String> {
             _ => element.copy_from_slice(&i.to_le_bytes()[..size]),
         }
     }
-    println!(
+    outln!(
         "input {ty} (0, 1, 2, ...: no --input given):\n{}",
         relayout::format_tensor(ty, &data, 256)
     );
@@ -196,10 +196,10 @@ fn report(
     }
     if let Some(path) = &args.output {
         npy::write(path, out_ty, out)?;
-        println!("{}: {out_ty}", path.display());
+        outln!("{}: {out_ty}", path.display());
     }
     if args.print || args.output.is_none() {
-        println!("{out_ty}:\n{}", relayout::format_tensor(out_ty, out, 256));
+        outln!("{out_ty}:\n{}", relayout::format_tensor(out_ty, out, 256));
     }
     if args.time {
         let threads = if used < args.threads {
@@ -207,7 +207,7 @@ fn report(
         } else {
             format!("{used} thread{}", if used == 1 { "" } else { "s" })
         };
-        println!(
+        outln!(
             "compile {}, run {} (one call, {threads}, cold caches)",
             duration(compile_time),
             duration(run_time),

@@ -94,3 +94,36 @@ fn asm_is_the_disassembly_of_the_kernel_function() {
     let text = stdout_of(&["lower", COL2IM_F16, "--emit", "asm"]);
     assert!(text.contains("%relayout_f16_add"), "{text}");
 }
+
+/// A reader that stops early (`relayout lower OP | head`) ends the tool quietly, with the
+/// status of a Unix tool that SIGPIPE ended (141), not a panic. The IR is larger than a pipe
+/// holds, so the tool is still writing when the reader goes.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+    let op = "Im2Col {block_shape = [31, 31], pads = [15, 15, 15, 15]} : tensor<1x1x32x32xf32>";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relayout"))
+        .args(["lower", op, "--emit", "loop"])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the relayout binary runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("loops @im2col"), "{first}");
+    // The reader is dropped here: the pipe is closed.
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(141), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
