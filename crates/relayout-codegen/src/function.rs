@@ -623,11 +623,13 @@ pub enum HelperRuns {
 /// Kernels of this many statements or more run every copy and fill in the JIT's nest helpers
 /// ([`HelperRuns::Move`] and [`HelperRuns::Fill`]) when their other statements have helpers
 /// too, and compile no code. A padded Im2Col takes about one statement per kernel position
-/// (its borders), and Cranelift's time grows faster than its code: in instructions of a
-/// compile (callgrind), a 7x7 Im2Col's 31 statements took 62 M, an 11x11's 74 statements
-/// 141 M and a 31x31's 949 statements several billion, several hundred milliseconds. All
-/// kernels of the benchmark suites have fewer statements (at most 24, the 7x7 stem Im2Col of
-/// stride 2).
+/// (its borders), and Cranelift's time grows faster than its code: in instructions of
+/// `relayout lower OP --timings` (callgrind; two compiles), a 7x7 Im2Col's 31 statements took
+/// 62 M, an 11x11's 74 statements 141 M, and a 31x31's 949 statements 7.0 G (0.2 s a compile;
+/// 0.21 G with the helpers). The helpers' kernels run 1-23% slower than generated code (23% on
+/// stride-2 gathers, which generated code shuffles as vectors), so kernels of fewer statements
+/// keep it. All kernels of the benchmark suites have fewer (at most 24, the 7x7 stem Im2Col
+/// of stride 2).
 pub const MANY_STATEMENTS: usize = 256;
 
 /// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of

@@ -2,10 +2,16 @@
 //! kernels of many statements (see `relayout_codegen::MANY_STATEMENTS`), whose generated code
 //! would take Cranelift longer to compile than such a kernel takes to run many times over.
 //!
-//! Each run is moved by a loop specialised for its length when the length is a small power
-//! of two (a 4-byte element of an Im2Col's edge), else by `copy_nonoverlapping` (a row).
+//! A statement's runs all have one length, so the way a run is moved is chosen once per call,
+//! outside the nest: runs of up to [`INLINE_RUN`] bytes are moved inline, as 16-byte vectors
+//! whose last one ends at the run's end, or as two overlapping scalars for runs shorter than a
+//! vector (a call of `memcpy` or `memset` per run cost more than the copy of an Im2Col's
+//! 4-byte edges and 200-byte rows); longer runs by `memcpy`.
 
 use super::stream::{each_run, StreamLoop};
+
+/// Runs up to this long are moved inline, longer ones by `memcpy` (or `memset`).
+const INLINE_RUN: usize = 8192;
 
 /// Copies the run of `bytes` bytes at every point of `loops` from `src` to `dst`, with
 /// ordinary stores.
@@ -14,26 +20,43 @@ use super::stream::{each_run, StreamLoop};
 /// Every run is valid for reads at the source and for writes at the destination, the two do
 /// not overlap, and no other thread touches the destination runs.
 pub(crate) unsafe fn move_nest(dst: *mut u8, src: *const u8, bytes: usize, loops: &[StreamLoop]) {
-    /// Every run as one unaligned load and store of `T`.
+    /// Every run as unaligned loads and stores of `T`: one when the run is `T`'s size, else
+    /// two, the second ending at the run's end (`size_of::<T>() <= bytes < 2 * size_of::<T>()`;
+    /// each way its own loop, so that no run tests which).
     ///
     /// # Safety
-    /// As `move_nest`, with runs of `size_of::<T>()` bytes.
-    unsafe fn runs_of<T: Copy>(dst: *mut u8, src: *const u8, loops: &[StreamLoop]) {
+    /// As `move_nest`.
+    #[inline(always)]
+    unsafe fn runs_of<T: Copy>(dst: *mut u8, src: *const u8, bytes: usize, loops: &[StreamLoop]) {
+        let last = bytes - size_of::<T>();
+        if last == 0 {
+            // SAFETY: the caller's contract: the move is this point's run.
+            return each_run(dst, src, loops, &mut |d, s| unsafe {
+                (d as *mut T).write_unaligned((s as *const T).read_unaligned())
+            });
+        }
         each_run(dst, src, loops, &mut |d, s| {
-            // SAFETY: the caller's contract, for this point's run.
-            unsafe { (d as *mut T).write_unaligned((s as *const T).read_unaligned()) }
+            // SAFETY: the caller's contract: both moves lie inside this point's run.
+            unsafe {
+                (d as *mut T).write_unaligned((s as *const T).read_unaligned());
+                (d.add(last) as *mut T).write_unaligned((s.add(last) as *const T).read_unaligned());
+            }
         });
     }
     // SAFETY: the caller's contract, for every run.
     unsafe {
         match bytes {
-            1 => runs_of::<u8>(dst, src, loops),
-            2 => runs_of::<u16>(dst, src, loops),
-            4 => runs_of::<u32>(dst, src, loops),
-            8 => runs_of::<u64>(dst, src, loops),
-            16 => runs_of::<u128>(dst, src, loops),
-            // Rows of an Im2Col or a Pad: a call of `memcpy` per run cost more than the copy.
-            17..=INLINE_RUN => each_run(dst, src, loops, &mut |d, s| copy_vectors(d, s, bytes)),
+            0 => {}
+            1 => each_run(dst, src, loops, &mut |d, s| d.write(s.read())),
+            2..4 => runs_of::<u16>(dst, src, bytes, loops),
+            4..8 => runs_of::<u32>(dst, src, bytes, loops),
+            8..16 => runs_of::<u64>(dst, src, bytes, loops),
+            16..=INLINE_RUN => each_run(dst, src, loops, &mut |d, s| {
+                vectors(bytes, |at| {
+                    (d.add(at) as *mut u128)
+                        .write_unaligned((s.add(at) as *const u128).read_unaligned())
+                })
+            }),
             _ => each_run(dst, src, loops, &mut |d, s| {
                 std::ptr::copy_nonoverlapping(s, d, bytes)
             }),
@@ -41,61 +64,70 @@ pub(crate) unsafe fn move_nest(dst: *mut u8, src: *const u8, bytes: usize, loops
     }
 }
 
-/// Runs up to this long are copied inline, longer ones by `memcpy`.
-const INLINE_RUN: usize = 8192;
-
-/// Copies `bytes` (more than 16) bytes as 16-byte unaligned loads and stores, the last one
-/// ending at the run's end (overlapping the one before it: the bytes it writes again are the
-/// same).
-///
-/// # Safety
-/// The run is valid for reads at `s` and for writes at `d`, and the two do not overlap.
+/// Calls `store(at)` for 16-byte pieces at `at` covering `bytes` (at least 16): every 16
+/// bytes, and the last piece ending at `bytes` (it may overlap the one before it).
 #[inline(always)]
-unsafe fn copy_vectors(d: *mut u8, s: *const u8, bytes: usize) {
-    let vector = |at: usize| {
-        // SAFETY: `at + 16 <= bytes`: inside the run.
-        unsafe {
-            (d.add(at) as *mut u128).write_unaligned((s.add(at) as *const u128).read_unaligned())
-        }
-    };
+fn vectors(bytes: usize, mut store: impl FnMut(usize)) {
     let mut at = 0;
     while at + 16 < bytes {
-        vector(at);
+        store(at);
         at += 16;
     }
-    vector(bytes - 16);
+    store(bytes - 16);
 }
 
 /// Fills the run of `bytes` bytes at every point of `loops` from `dst` with `pattern`, the
-/// fill value repeated over 16 bytes (`relayout_codegen`'s fill pattern; a run's length is a
-/// multiple of the element size, which divides 16, so a run is the pattern repeated and then
-/// cut), with ordinary stores.
+/// fill value repeated over 16 bytes (`relayout_codegen`'s fill pattern), with ordinary
+/// stores. A run's length and its pieces' offsets are multiples of the element size, which
+/// divides 16 (and every power of two from it up), so each piece is the pattern's start.
 ///
 /// # Safety
 /// Every run is valid for writes at the destination, and no other thread touches it.
 pub(crate) unsafe fn fill_nest(dst: *mut u8, pattern: u128, bytes: usize, loops: &[StreamLoop]) {
-    let pattern = pattern.to_le_bytes();
-    // SAFETY (of each closure): the caller's contract, for this point's run.
+    /// Every run as stores of `value` (the pattern's first bytes), as `move_nest`'s `runs_of`.
+    ///
+    /// # Safety
+    /// As `fill_nest`.
+    #[inline(always)]
+    unsafe fn runs_of<T: Copy>(dst: *mut u8, value: T, bytes: usize, loops: &[StreamLoop]) {
+        let last = bytes - size_of::<T>();
+        if last == 0 {
+            // SAFETY: the caller's contract: the store is this point's run.
+            return each_run(dst, std::ptr::null(), loops, &mut |d, _| unsafe {
+                (d as *mut T).write_unaligned(value)
+            });
+        }
+        each_run(dst, std::ptr::null(), loops, &mut |d, _| {
+            // SAFETY: the caller's contract: both stores lie inside this point's run.
+            unsafe {
+                (d as *mut T).write_unaligned(value);
+                (d.add(last) as *mut T).write_unaligned(value);
+            }
+        });
+    }
+    let same_bytes = pattern
+        .to_le_bytes()
+        .iter()
+        .all(|&x| x as u128 == pattern & 0xff);
+    // SAFETY: the caller's contract, for every run.
     unsafe {
         match bytes {
+            0 => {}
             1 => each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                d.write(pattern[0])
+                d.write(pattern as u8)
             }),
-            2 | 4 | 8 | 16 => each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                std::ptr::copy_nonoverlapping(pattern.as_ptr(), d, bytes)
-            }),
-            _ if pattern.iter().all(|&x| x == pattern[0]) => {
+            2..4 => runs_of(dst, pattern as u16, bytes, loops),
+            4..8 => runs_of(dst, pattern as u32, bytes, loops),
+            8..16 => runs_of(dst, pattern as u64, bytes, loops),
+            _ if bytes > INLINE_RUN && same_bytes => {
                 each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                    d.write_bytes(pattern[0], bytes)
+                    d.write_bytes(pattern as u8, bytes)
                 })
             }
             _ => each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                let mut at = 0;
-                while at < bytes {
-                    let n = (bytes - at).min(16);
-                    std::ptr::copy_nonoverlapping(pattern.as_ptr(), d.add(at), n);
-                    at += n;
-                }
+                vectors(bytes, |at| {
+                    (d.add(at) as *mut u128).write_unaligned(pattern)
+                })
             }),
         }
     }
@@ -116,48 +148,65 @@ mod tests {
             .collect()
     }
 
-    /// Every run length, the specialised ones and the others, against a plain model.
+    /// Every kind of run length (each way of moving a run, at its bounds) against a plain
+    /// model, for copies and for fills of every element size, with gaps between the runs that
+    /// must stay untouched.
     #[test]
     fn moves_and_fills_write_exactly_their_runs() {
-        for bytes in [1usize, 2, 3, 4, 6, 8, 12, 16, 20, 32, 36, 100] {
-            // Two loops, the inner stepping past the run so that the gaps must stay untouched.
+        let lengths = [
+            1usize, 2, 3, 4, 6, 7, 8, 12, 15, 16, 17, 20, 24, 31, 32, 36, 48, 100, 8192, 8208, 9000,
+        ];
+        for bytes in lengths {
+            let step = bytes as i64 + 5;
             let loops = nest(&[
-                (3, 7 * (bytes as i64 + 5), 3 * bytes as i64),
-                (5, bytes as i64 + 5, bytes as i64 / 2 + 1),
+                (3, 7 * step, 3 * bytes as i64),
+                (5, step, bytes as i64 / 2 + 1),
             ]);
-            let src: Vec<u8> = (0..4096).map(|i| (i * 7 + 3) as u8).collect();
-            let mut dst = vec![0xeeu8; 4096];
+            let len = 20 * (bytes + 5);
+            let points = || (0..3i64).flat_map(move |i| (0..5i64).map(move |j| (i, j)));
+            let dst_at =
+                |i: i64, j: i64| (i * loops[0].dst_stride + j * loops[1].dst_stride) as usize;
+            let src_at =
+                |i: i64, j: i64| (i * loops[0].src_stride + j * loops[1].src_stride) as usize;
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut dst = vec![0xeeu8; len];
             let mut expected = dst.clone();
-            for i in 0..3i64 {
-                for j in 0..5i64 {
-                    let d = (i * loops[0].dst_stride + j * loops[1].dst_stride) as usize;
-                    let s = (i * loops[0].src_stride + j * loops[1].src_stride) as usize;
-                    expected[d..d + bytes].copy_from_slice(&src[s..s + bytes]);
-                }
+            for (i, j) in points() {
+                let (d, s) = (dst_at(i, j), src_at(i, j));
+                expected[d..d + bytes].copy_from_slice(&src[s..s + bytes]);
             }
             // SAFETY: every run lies inside both vectors (checked by the model's slicing).
             unsafe { move_nest(dst.as_mut_ptr(), src.as_ptr(), bytes, &loops) };
-            assert_eq!(dst, expected, "move of {bytes} bytes");
+            assert!(dst == expected, "move of {bytes} bytes");
 
-            // A fill of 4-byte elements (a pattern of repeated bytes and one of others).
-            for value in [0x3f00_0000u32, 0x0101_0101] {
-                if bytes % 4 != 0 {
+            for elem in [1usize, 2, 4, 8, 16] {
+                if bytes % elem != 0 {
                     continue;
                 }
-                let pattern = (0..4).fold(0u128, |p, k| p | (value as u128) << (32 * k));
-                let mut dst = vec![0xeeu8; 4096];
-                let mut expected = dst.clone();
-                for i in 0..3i64 {
-                    for j in 0..5i64 {
-                        let d = (i * loops[0].dst_stride + j * loops[1].dst_stride) as usize;
-                        for e in (d..d + bytes).step_by(4) {
-                            expected[e..e + 4].copy_from_slice(&value.to_le_bytes());
+                // An element of distinct bytes, and one of equal bytes (memset's case).
+                for value in [
+                    0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0180u128,
+                    0x8080_8080_8080_8080_8080_8080_8080_8080,
+                ] {
+                    let element = &value.to_le_bytes()[..elem];
+                    let pattern = (0..16 / elem).fold(0u128, |p, k| {
+                        p | (value & (u128::MAX >> (128 - 8 * elem as u32))) << (8 * elem * k)
+                    });
+                    let mut dst = vec![0xeeu8; len];
+                    let mut expected = dst.clone();
+                    for (i, j) in points() {
+                        let d = dst_at(i, j);
+                        for e in (d..d + bytes).step_by(elem) {
+                            expected[e..e + elem].copy_from_slice(element);
                         }
                     }
+                    // SAFETY: every run lies inside the vector.
+                    unsafe { fill_nest(dst.as_mut_ptr(), pattern, bytes, &loops) };
+                    assert!(
+                        dst == expected,
+                        "fill of {bytes} bytes of {elem}-byte {value:#x}"
+                    );
                 }
-                // SAFETY: every run lies inside the vector.
-                unsafe { fill_nest(dst.as_mut_ptr(), pattern, bytes, &loops) };
-                assert_eq!(dst, expected, "fill of {bytes} bytes with {value:#x}");
             }
         }
     }
