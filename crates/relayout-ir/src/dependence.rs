@@ -246,6 +246,14 @@ pub fn members_commute(a: &LoopStmt, b: &LoopStmt, depth: usize) -> bool {
             .map(moving)
             .eq(b.loops[..depth].iter().map(moving))
     {
+        // At q = 0 (the whole of both at one iteration of the shared loops), the intervals
+        // alone decide, without building the statements below the shared loops: the common
+        // case of two members that write different rows.
+        let (a_lo, a_hi) = swept(a, depth);
+        let (b_lo, b_hi) = swept(b, depth);
+        if a_hi <= b_lo || b_hi <= a_lo {
+            return true;
+        }
         let below = |s: &LoopStmt| LoopStmt {
             loops: s.loops[depth..].to_vec(),
             ..s.clone()
