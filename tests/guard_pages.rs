@@ -934,3 +934,29 @@ fn many_statements_of_fills_and_copies_in_guarded_buffers() {
         }
     }
 }
+
+/// A padded Im2Col of a large kernel whose band over channels writes more than
+/// `MAX_ITERATION_FOOTPRINT` bytes an iteration (17x17 of 48x48 maps: 2.7 MB)
+/// is still fused, since its band has `MANY_MEMBERS` members or more (each of which would
+/// otherwise sweep the whole output), and runs in the JIT's nest helpers (`MANY_STATEMENTS`):
+/// against the reference in guarded buffers, threaded and in pieces.
+#[test]
+fn bands_of_many_members_in_guarded_buffers() {
+    let spec = "Im2Col {block_shape = [17, 17], pads = [8, 8, 8, 8]} : tensor<2x2x48x48xf32>";
+    let (op, parsed) = op_of(spec);
+    let stages = relayout::lower(&op, &parsed.input).unwrap();
+    let loops = &stages.loops;
+    assert_eq!(loops.bands.len(), 1, "{loops}");
+    let band = &loops.bands[0];
+    assert!(
+        band.len >= relayout::passes::passes::MANY_MEMBERS,
+        "{loops}"
+    );
+    let member = &loops.stmts[band.first];
+    let iteration = member.loops[0].dst_stride.unsigned_abs();
+    assert!(
+        iteration > relayout::passes::passes::MAX_ITERATION_FOOTPRINT,
+        "{loops}"
+    );
+    helper_kernel_failures(&[spec], &[], "by the JIT's nest helper", 3300);
+}

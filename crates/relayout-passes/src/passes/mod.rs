@@ -18,7 +18,7 @@ mod tile_transposes;
 pub use canonicalize::Canonicalize;
 pub use coalesce::Coalesce;
 pub use drop_unit_dims::DropUnitDims;
-pub use fuse_nests::FuseNests;
+pub use fuse_nests::{FuseNests, MANY_MEMBERS, MAX_ITERATION_FOOTPRINT};
 pub use interchange::Interchange;
 pub use linearize::Linearize;
 pub use long_runs_first::LongRunsFirst;
