@@ -628,8 +628,7 @@ pub enum HelperRuns {
 /// 62 M, an 11x11's 74 statements 141 M, and a 31x31's 949 statements 7.0 G (0.2 s a compile;
 /// 0.21 G with the helpers). The helpers' kernels run 1-23% slower than generated code (23% on
 /// stride-2 gathers, which generated code shuffles as vectors), so kernels of fewer statements
-/// keep it. All kernels of the benchmark suites have fewer (at most 24, the 7x7 stem Im2Col
-/// of stride 2).
+/// keep it. All kernels of the benchmark suites have fewer (at most 13, col2im_3d's).
 pub const MANY_STATEMENTS: usize = 256;
 
 /// `Some` when every statement of `kernel` has its whole nest run by a precompiled helper of
@@ -639,7 +638,9 @@ pub const MANY_STATEMENTS: usize = 256;
 /// (see [`SumRuns`]) and the fills of zeros in a kernel of such sums, and, outside bands,
 /// transposes of 4- or 8-byte elements (see [`TransposeBlocks`]), rows of every other
 /// source element (see [`EveryOther`]) and pixels of three byte channels into planes and
-/// back (see [`Deinterleave`] and [`Interleave`]). A band's shared loops are run by the JIT around its
+/// back (see [`Deinterleave`] and [`Interleave`]), and, in a kernel of [`MANY_STATEMENTS`] or
+/// more, every other copy and fill, with ordinary stores ([`HelperRuns::Move`],
+/// [`HelperRuns::Fill`]). A band's shared loops are run by the JIT around its
 /// members' helpers. The statement checks of [`translate_kernel_fn`] apply, so such a kernel
 /// may be run by calling the helpers directly, with the same result as its generated
 /// function; Cranelift's fixed cost and its register allocation, most of a compile, are not

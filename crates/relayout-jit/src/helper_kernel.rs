@@ -5,7 +5,8 @@
 //! 8 MiB or more, in runs of whole cache lines; a transpose of 4- or 8-byte elements into such
 //! an output, in register blocks; rows of every other source element; pixels of three byte
 //! channels into planes and back; Col2Im's sums of f16 and bf16 contributions, and the zero fill of the
-//! planes they add onto), the JIT calls those
+//! planes they add onto; in a kernel of `relayout_codegen::MANY_STATEMENTS` or more, every other
+//! copy and fill, with ordinary stores), the JIT calls those
 //! helpers itself, with the same loops, strides and offsets, and compiles nothing: Cranelift's
 //! fixed cost and its register allocation were most of such a kernel's compile time (a padded
 //! SpaceToBatchND of ten statements took about 1 ms, almost all of it in Cranelift). A fused

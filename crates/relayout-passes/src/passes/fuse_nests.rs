@@ -70,7 +70,7 @@ pub struct FuseNests {
 /// again; fused, within 12 MB that the last-level cache holds: 20.4-20.7 -> 14.4-15.1 ms
 /// (2.4-2.5x memcpy's time -> 1.9x), a 21x21 one of 1x16x56x56 19 -> 12 ms, a 15x15 one of
 /// 1x32x56x56 16.6-16.8 -> 10.2-10.8 ms (2.4x -> 1.5x). The kernels of the benchmark suites
-/// have at most 24 statements, and no band of theirs changes.
+/// have at most 13 statements, and no band of theirs changes.
 pub const MANY_MEMBERS: usize = 64;
 
 /// The default [`FuseNests::max_many_members_footprint`]: half the last-level cache of the
