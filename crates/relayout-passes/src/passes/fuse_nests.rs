@@ -57,7 +57,7 @@ pub struct FuseNests {
     pub min_iteration_bytes: u64,
     /// A band iteration may touch at most this many destination bytes.
     pub max_iteration_footprint: u64,
-    /// ... or this many, when the band has 64 members or more (`MANY_MEMBERS`).
+    /// ... or this many, when the band has 16 members or more (`MANY_MEMBERS`).
     pub max_many_members_footprint: u64,
 }
 
@@ -69,9 +69,12 @@ pub struct FuseNests {
 /// padding) was written in another sweep over the 96 MB output, its line fetched from memory
 /// again; fused, within 12 MB that the last-level cache holds: 20.4-20.7 -> 14.4-15.1 ms
 /// (2.4-2.5x memcpy's time -> 1.9x), a 21x21 one of 1x16x56x56 19 -> 12 ms, a 15x15 one of
-/// 1x32x56x56 16.6-16.8 -> 10.2-10.8 ms (2.4x -> 1.5x). The kernels of the benchmark suites
-/// have at most 13 statements, and no band of theirs changes.
-pub const MANY_MEMBERS: usize = 64;
+/// 1x32x56x56 16.6-16.8 -> 10.2-10.8 ms (2.4x -> 1.5x); with 16 members rather than 64, a
+/// 7x7 one of 1x32x112x112 (31 statements, 2.5 MB a channel) 6.5-6.8 -> 5.0-5.1 ms (1.03-1.09x
+/// -> 0.79-0.82x) and ResNet's 7x7 stem of stride 2 (24 statements, 2.4 MB a channel of
+/// 8x3x224x224) 8.1-8.4 -> 7.3-7.4 ms, each compiling in 1.7-2.2 ms instead of 2.4-5.3. The
+/// kernels of the benchmark suites have at most 13 statements, and no band of theirs changes.
+pub const MANY_MEMBERS: usize = 16;
 
 /// The default [`FuseNests::max_many_members_footprint`]: half the last-level cache of the
 /// reference machine (32 MiB).
