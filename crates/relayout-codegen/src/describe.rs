@@ -57,19 +57,16 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                     dtype.name()
                 ));
             }
-            Some(crate::HelperRuns::Move) => {
+            Some(runs @ (crate::HelperRuns::Move | crate::HelperRuns::Fill(_))) => {
+                let what = if *runs == crate::HelperRuns::Move {
+                    "copies"
+                } else {
+                    "fills"
+                };
                 return Some(format!(
-                    "copies of runs of {bytes} bytes with ordinary stores, by the JIT's nest helper \
-                     over the loop nest: a kernel of many statements ({} or more) runs every \
-                     statement in a helper and compiles no code",
-                    crate::MANY_STATEMENTS
-                ));
-            }
-            Some(crate::HelperRuns::Fill(_)) => {
-                return Some(format!(
-                    "fills of runs of {bytes} bytes with ordinary stores, by the JIT's nest helper \
-                     over the loop nest: a kernel of many statements ({} or more) runs every \
-                     statement in a helper and compiles no code",
+                    "{what} of runs of {bytes} bytes with ordinary stores, by the JIT's nest \
+                     helper over the loop nest: a kernel of many statements ({} or more) runs \
+                     every statement in a helper and compiles no code",
                     crate::MANY_STATEMENTS
                 ));
             }

@@ -20,48 +20,56 @@ const INLINE_RUN: usize = 8192;
 /// Every run is valid for reads at the source and for writes at the destination, the two do
 /// not overlap, and no other thread touches the destination runs.
 pub(crate) unsafe fn move_nest(dst: *mut u8, src: *const u8, bytes: usize, loops: &[StreamLoop]) {
-    /// Every run as unaligned loads and stores of `T`: one when the run is `T`'s size, else
-    /// two, the second ending at the run's end (`size_of::<T>() <= bytes < 2 * size_of::<T>()`;
-    /// each way its own loop, so that no run tests which).
+    /// One unaligned load and store of a `T` at `d` from `s`.
     ///
     /// # Safety
-    /// As `move_nest`.
+    /// Both lie inside a run of the caller's contract.
     #[inline(always)]
-    unsafe fn runs_of<T: Copy>(dst: *mut u8, src: *const u8, bytes: usize, loops: &[StreamLoop]) {
-        let last = bytes - size_of::<T>();
-        if last == 0 {
-            // SAFETY: the caller's contract: the move is this point's run.
-            return each_run(dst, src, loops, &mut |d, s| unsafe {
-                (d as *mut T).write_unaligned((s as *const T).read_unaligned())
-            });
-        }
-        each_run(dst, src, loops, &mut |d, s| {
-            // SAFETY: the caller's contract: both moves lie inside this point's run.
-            unsafe {
-                (d as *mut T).write_unaligned((s as *const T).read_unaligned());
-                (d.add(last) as *mut T).write_unaligned((s.add(last) as *const T).read_unaligned());
-            }
-        });
+    unsafe fn move_one<T: Copy>(d: *mut u8, s: *const u8) {
+        // SAFETY: the caller's contract.
+        unsafe { (d as *mut T).write_unaligned((s as *const T).read_unaligned()) }
     }
     // SAFETY: the caller's contract, for every run.
     unsafe {
         match bytes {
             0 => {}
-            1 => each_run(dst, src, loops, &mut |d, s| d.write(s.read())),
-            2..4 => runs_of::<u16>(dst, src, bytes, loops),
-            4..8 => runs_of::<u32>(dst, src, bytes, loops),
-            8..16 => runs_of::<u64>(dst, src, bytes, loops),
+            1 => small_runs::<u8>(dst, src, bytes, loops, |d, s| move_one::<u8>(d, s)),
+            2..4 => small_runs::<u16>(dst, src, bytes, loops, |d, s| move_one::<u16>(d, s)),
+            4..8 => small_runs::<u32>(dst, src, bytes, loops, |d, s| move_one::<u32>(d, s)),
+            8..16 => small_runs::<u64>(dst, src, bytes, loops, |d, s| move_one::<u64>(d, s)),
             16..=INLINE_RUN => each_run(dst, src, loops, &mut |d, s| {
-                vectors(bytes, |at| {
-                    (d.add(at) as *mut u128)
-                        .write_unaligned((s.add(at) as *const u128).read_unaligned())
-                })
+                vectors(bytes, |at| move_one::<u128>(d.add(at), s.add(at)))
             }),
             _ => each_run(dst, src, loops, &mut |d, s| {
                 std::ptr::copy_nonoverlapping(s, d, bytes)
             }),
         }
     }
+}
+
+/// `one(d, s)` for a `T` at the start of every run of `bytes` bytes of `loops` (`d` in the
+/// destination, `s` in the source, which a fill does not read) and, when the run is longer
+/// than a `T` (`size_of::<T>() < bytes < 2 * size_of::<T>()`), again for the `T` that ends
+/// at the run's end, overlapping the first; each way its own loop, so that no run tests which.
+///
+/// # Safety
+/// `one` is safe to call for a `T` inside any run of `loops`.
+#[inline(always)]
+unsafe fn small_runs<T>(
+    dst: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    loops: &[StreamLoop],
+    mut one: impl FnMut(*mut u8, *const u8),
+) {
+    let last = bytes - size_of::<T>();
+    if last == 0 {
+        return each_run(dst, src, loops, &mut one);
+    }
+    each_run(dst, src, loops, &mut |d, s| {
+        one(d, s);
+        one(d.wrapping_add(last), s.wrapping_add(last));
+    });
 }
 
 /// Calls `store(at)` for 16-byte pieces at `at` covering `bytes` (at least 16): every 16
@@ -84,27 +92,16 @@ fn vectors(bytes: usize, mut store: impl FnMut(usize)) {
 /// # Safety
 /// Every run is valid for writes at the destination, and no other thread touches it.
 pub(crate) unsafe fn fill_nest(dst: *mut u8, pattern: u128, bytes: usize, loops: &[StreamLoop]) {
-    /// Every run as stores of `value` (the pattern's first bytes), as `move_nest`'s `runs_of`.
+    /// One unaligned store of `value` at `d`.
     ///
     /// # Safety
-    /// As `fill_nest`.
+    /// It lies inside a run of the caller's contract.
     #[inline(always)]
-    unsafe fn runs_of<T: Copy>(dst: *mut u8, value: T, bytes: usize, loops: &[StreamLoop]) {
-        let last = bytes - size_of::<T>();
-        if last == 0 {
-            // SAFETY: the caller's contract: the store is this point's run.
-            return each_run(dst, std::ptr::null(), loops, &mut |d, _| unsafe {
-                (d as *mut T).write_unaligned(value)
-            });
-        }
-        each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-            // SAFETY: the caller's contract: both stores lie inside this point's run.
-            unsafe {
-                (d as *mut T).write_unaligned(value);
-                (d.add(last) as *mut T).write_unaligned(value);
-            }
-        });
+    unsafe fn store<T: Copy>(d: *mut u8, value: T) {
+        // SAFETY: the caller's contract.
+        unsafe { (d as *mut T).write_unaligned(value) }
     }
+    let none = std::ptr::null();
     let same_bytes = pattern
         .to_le_bytes()
         .iter()
@@ -113,21 +110,15 @@ pub(crate) unsafe fn fill_nest(dst: *mut u8, pattern: u128, bytes: usize, loops:
     unsafe {
         match bytes {
             0 => {}
-            1 => each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                d.write(pattern as u8)
+            1 => small_runs::<u8>(dst, none, bytes, loops, |d, _| store(d, pattern as u8)),
+            2..4 => small_runs::<u16>(dst, none, bytes, loops, |d, _| store(d, pattern as u16)),
+            4..8 => small_runs::<u32>(dst, none, bytes, loops, |d, _| store(d, pattern as u32)),
+            8..16 => small_runs::<u64>(dst, none, bytes, loops, |d, _| store(d, pattern as u64)),
+            _ if bytes > INLINE_RUN && same_bytes => each_run(dst, none, loops, &mut |d, _| {
+                d.write_bytes(pattern as u8, bytes)
             }),
-            2..4 => runs_of(dst, pattern as u16, bytes, loops),
-            4..8 => runs_of(dst, pattern as u32, bytes, loops),
-            8..16 => runs_of(dst, pattern as u64, bytes, loops),
-            _ if bytes > INLINE_RUN && same_bytes => {
-                each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                    d.write_bytes(pattern as u8, bytes)
-                })
-            }
-            _ => each_run(dst, std::ptr::null(), loops, &mut |d, _| {
-                vectors(bytes, |at| {
-                    (d.add(at) as *mut u128).write_unaligned(pattern)
-                })
+            _ => each_run(dst, none, loops, &mut |d, _| {
+                vectors(bytes, |at| store(d.add(at), pattern))
             }),
         }
     }
