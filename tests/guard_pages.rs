@@ -436,7 +436,7 @@ fn collapsed_outer_loops_in_guarded_buffers() {
 /// padding fills of 64 to 512 bytes per run, in guarded buffers (which end at a page, so
 /// the destination's start is as aligned as its size makes it), on one and two threads. Each
 /// must really stream, or the test proves nothing. The two Slices stream runs that are not
-/// back to back at the source (rows read in reverse, every other row), which the helper
+/// back to back (rows written in reverse, every other row read), which the helper
 /// prefetches a few runs ahead (a prefetch never faults, so the guard cannot see where it
 /// points: `helpers/ahead.rs` tests that it visits the nest's runs and nothing else).
 #[test]

@@ -29,7 +29,8 @@
 //!    accumulation per output cell that adds all of the cell's contributions, in order, over
 //!    innermost reduction loops, which code generation sums in registers;
 //! 8. `coalesce`, `interchange`, `coalesce` merge contiguous loops and put a unit-stride loop
-//!    innermost (reduction loops stay innermost and in order);
+//!    innermost (reduction loops stay innermost and in order), and run the loops that step
+//!    back across the source backwards, so that every loop reads forward;
 //! 9. `tile-transposes` strip-mines (and for large planes cache-blocks) the source-contiguous
 //!    loop of true transposes of 4- and 8-byte elements, for codegen's register transposes;
 //! 10. `pair-phases` merges the even- and odd-element phases of sums from +0.0 (a stride-2

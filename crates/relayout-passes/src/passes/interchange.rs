@@ -25,7 +25,11 @@
 //! element's contributions are added, which that pass promises to keep exact. Only the loops
 //! outside them are ordered.
 //!
-//! What it does not do: tile, or change anything but the order of the loops.
+//! Then it runs backwards each loop whose source stride is negative, so that the statement
+//! reads forward (see `read_forwards`): a Slice of negative step, a reflected Pad border.
+//! The same rule decides whether it may: reversing a loop reorders the writes too.
+//!
+//! What it does not do: tile, or change anything but the order and direction of the loops.
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::coalesce::coalesce_stmt;
@@ -79,13 +83,20 @@ fn interchange_stmt(s: &LoopStmt, rounding: bool) -> LoopStmt {
         done.loops.extend(reductions);
         return done;
     }
-    if s.loops.len() < 2
-        // A copy, an accumulate or a sum from +0.0 (here without its reduction loops) whose
-        // points overlap depends on which point writes last, or adds first.
-        || ((matches!(s.action, LoopAction::Copy | LoopAction::Sum)
-            || (s.action == LoopAction::Accumulate && rounding))
-            && !relayout_ir::dependence::points_disjoint(s, 0))
+    // A copy, an accumulate or a sum from +0.0 (here without its reduction loops) whose
+    // points overlap depends on which point writes last, or adds first.
+    if (matches!(s.action, LoopAction::Copy | LoopAction::Sum)
+        || (s.action == LoopAction::Accumulate && rounding))
+        && !relayout_ir::dependence::points_disjoint(s, 0)
     {
+        return s.clone();
+    }
+    read_forwards(order_loops(s))
+}
+
+/// The best order of the loops of `s`, whose points may run in any order.
+fn order_loops(s: &LoopStmt) -> LoopStmt {
+    if s.loops.len() < 2 {
         return s.clone();
     }
     let key_dst = |l: &Loop| (l.dst_stride.unsigned_abs(), l.src_stride.unsigned_abs());
@@ -110,6 +121,43 @@ fn interchange_stmt(s: &LoopStmt, rounding: bool) -> LoopStmt {
         }
     }
     best.1
+}
+
+/// Runs backwards each loop of `s` whose source stride is negative (`i in 0 to n` as
+/// `n - 1 - i`: both strides change sign, both offsets move to the last iteration), so that
+/// every loop reads forward; `s`'s points may run in any order. Each run is read forward, so
+/// a loop that steps back across the source (a Slice of step -1 over rows) mixes the two
+/// directions in one read stream, which the prefetchers follow badly: reversing the rows of
+/// 64x1024x256 f32 ran at 1.7x memcpy's time reading backwards and 0.63x reading forwards
+/// (writing the rows backwards, with streaming stores), the elements of each row 2.3x and
+/// 1.7x; cache-resident, 1.2x and 1.1x; the reflected borders of Pads of 3 and 8 the same
+/// either way (within 5%). A loop stepping back on both sides then steps forward on both.
+/// Loops of one iteration stay as they are.
+fn read_forwards(mut s: LoopStmt) -> LoopStmt {
+    for i in 0..s.loops.len() {
+        if s.loops[i].src_stride < 0 && s.loops[i].extent > 1 {
+            if let Some(reversed) = reverse_loop(&s, i) {
+                s = reversed;
+            }
+        }
+    }
+    s
+}
+
+/// `s` with its loop `i` run backwards: the same points in the opposite order along that
+/// loop. `None` if an offset or stride would overflow.
+fn reverse_loop(s: &LoopStmt, i: usize) -> Option<LoopStmt> {
+    let l = s.loops[i];
+    let last = i64::try_from(l.extent.checked_sub(1)?).ok()?;
+    let mut reversed = s.clone();
+    reversed.src_offset = s.src_offset.checked_add(l.src_stride.checked_mul(last)?)?;
+    reversed.dst_offset = s.dst_offset.checked_add(l.dst_stride.checked_mul(last)?)?;
+    reversed.loops[i] = Loop {
+        extent: l.extent,
+        src_stride: l.src_stride.checked_neg()?,
+        dst_stride: l.dst_stride.checked_neg()?,
+    };
+    Some(reversed)
 }
 
 /// Strides below this count as the same region of memory (see [`page_revisits`]): a few
