@@ -42,6 +42,23 @@
 //! [`middle_inside`]). Strip-mined in place, such a transpose walked blocks along the lane
 //! loop, whose rows alias like the source and destination rows do, and ran at 4-11x
 //! memcpy's time.
+//!
+//! The forms [`tile`] makes, the first that applies in this order. `l` is the
+//! source-contiguous loop, `x` the lane loop (destination-contiguous, innermost), `f` the
+//! elements of a register row, `r` those of a 64-byte line; `[..]` lists the loops that
+//! replace `l` to `x`, outermost first: `a*b` steps by `b` iterations of `a` (over `a`'s
+//! extent / `b` steps, or the `n` of `a*b: n`), `a: n` is `n` iterations of `a`. A plane is *large* when `l` is right outside `x` and it
+//! has more than [`L2_PLANE`] bytes (with enough lanes: [`MIN_BLOCK`], [`NARROW_PLANE`]).
+//!
+//! | form | when | loops | measured in |
+//! |---|---|---|---|
+//! | middle inside | loops between `l` and `x`, each stepping less than a block row on both sides | `[x*m, l*f, middle.., l: f, x: m]`, `m` = `2f` or `f` | [`middle_inside`] |
+//! | outer inside | not large; loops right outside `l` stepping so, lane rows that do not fit L1 | the same, with those loops moved in | [`outer_inside`] |
+//! | row walk | large; more than [`MEMORY_BOUND`] bytes written, 128 to 512 lanes | `[l*f, x*r, l: f, x: r]` | [`walks_rows`] |
+//! | cache blocks | large; one of [`BLOCK_ROWS`] (`bl`) divides `l` | `[l*bl, x*r, l*f: bl/f, l: f, x: r]` | [`BLOCK_ROWS`] |
+//! | lane blocks | large; `l` too short for blocks of rows, more than [`LANE_BLOCK`] lanes | `[x*64, l*f, l: f, x: 64]` | [`LANE_BLOCK`] |
+//! | line groups | not large; `f` to [`LINE_GROUP_LANES`] lanes whose rows do not fit L1 | `[l*r, x*f, l*f: r/f, l: f, x: f]` | [`LINE_GROUP_LANES`] |
+//! | strip | otherwise | `[l*f, l: f, .., x]` | the first paragraph |
 
 use super::scaled;
 use crate::pass::{impl_pass, LoopPass};
