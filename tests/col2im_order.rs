@@ -207,3 +207,64 @@ fn float_col2im_of_long_rows_adds_in_the_order_of_its_definition() {
         "{notes:?}"
     );
 }
+
+/// Windows that do not overlap (strides equal to the kernel, no padding): the fill and the one
+/// accumulate of all kernel positions become a sum from +0.0 of one term per element, which
+/// moves like the copy of the same permutation, in shuffle blocks that add each destination
+/// vector to +0.0 before storing it (or, for stride 2 along the rows, in the paired phases).
+/// Every -0.0 of the input must come out +0.0, as the definition's sum from zeros makes it,
+/// in the interpreter after every pass and in the JIT; integers become a plain copy.
+#[test]
+fn col2im_of_windows_apart_adds_each_element_to_plus_zero() {
+    let mut cases = Vec::new();
+    for (image, k) in [
+        (&[16i64, 16][..], 2i64),
+        (&[18, 18], 3),
+        (&[16, 32], 4),
+        (&[32, 32], 8),
+        (&[48, 48], 16),
+        (&[8, 12, 16], 4),
+    ] {
+        let kernel = vec![k; image.len()];
+        let pads = vec![0; 2 * image.len()];
+        for dtype in [DType::F32, DType::F64] {
+            cases.extend(col2im(image, &kernel, (k, 1), &pads, (3, dtype)));
+        }
+    }
+    assert_all_exact(&cases, 4000, 12);
+    // The blocks are there, and -0.0 reaches them: the notes say so, and the input of each
+    // case holds -0.0 (every fifth run of five values), which a copy would keep.
+    let (op, input) = col2im(&[48, 48], &[16, 16], (16, 1), &[0; 4], (3, DType::F32)).unwrap();
+    let notes = relayout::codegen_notes(&relayout::lower(&op, &input).unwrap().loops);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("each vector added to +0.0")),
+        "{notes:?}"
+    );
+    let count = input.num_elements().unwrap() as usize;
+    let src = float_sums::values(DType::F32, count, 7, 5);
+    let mut got = vec![0u8; src.len()];
+    relayout::compile(&op, &input)
+        .unwrap()
+        .run(&src, &mut got)
+        .unwrap();
+    let negative_zeros = |bytes: &[u8]| {
+        bytes
+            .chunks_exact(4)
+            .filter(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_bits() == 0x8000_0000)
+            .count()
+    };
+    assert!(negative_zeros(&src) > 0);
+    assert_eq!(negative_zeros(&got), 0);
+    // Integers add nothing to 0 + x: the kernel is a copy.
+    let (op, input) = col2im(&[16, 16], &[4, 4], (4, 1), &[0; 4], (3, DType::I32)).unwrap();
+    let loops = relayout::lower(&op, &input).unwrap().loops;
+    assert!(
+        loops
+            .stmts
+            .iter()
+            .all(|s| s.action == relayout::ir::LoopAction::Copy),
+        "{loops}"
+    );
+}

@@ -8,6 +8,7 @@ use crate::phases::{self, Row};
 use crate::sum;
 use crate::{CodegenError, Helper, Imports};
 
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{DType, Loop, LoopAction};
@@ -119,8 +120,43 @@ impl Body {
         match self.op {
             Op::Move(_) => self.bytes <= 16,
             Op::Add(adder) => adder.is_small(self.bytes),
-            Op::Sum(_) => false,
+            // A sum of one term (a Col2Im whose windows do not overlap) costs what an add does;
+            // sums of more terms are larger bodies.
+            Op::Sum(adder) => {
+                self.terms.len() == 1 && self.row.is_none() && adder.is_small(self.bytes)
+            }
         }
+    }
+
+    /// Whether the shuffle blocks (`shuffle.rs`) may move this body's runs: a move, or a sum
+    /// from +0.0 of one term per single run whose elements add as vectors (not f16 or bf16),
+    /// which [`Body::finish_vector`] completes.
+    pub fn takes_blocks(&self) -> bool {
+        match self.op {
+            Op::Move(_) => true,
+            Op::Add(_) => false,
+            Op::Sum(adder) => {
+                self.zero
+                    && self.terms.len() == 1
+                    && self.row.is_none()
+                    && !matches!(adder, Adder::Call(_))
+            }
+        }
+    }
+
+    /// A destination vector of a shuffle block (16 bytes, `i8x16`) as it is stored: as it is,
+    /// or for a sum from +0.0 of one term, `+0.0 + v` element by element (-0.0 becomes +0.0,
+    /// as the interpreter's sum makes it).
+    pub fn finish_vector(&self, b: &mut FunctionBuilder, v: Value) -> Value {
+        let Op::Sum(adder) = self.op else {
+            return v;
+        };
+        let ty = adder.vector();
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        let x = b.ins().bitcast(ty, flags, v);
+        let zero = sum::zeros(b, ty);
+        let total = adder.add_vectors(b, zero, x);
+        b.ins().bitcast(types::I8X16, flags, total)
     }
 
     /// Emits the runs of the nest `loops` (the outermost running `count` times) with one

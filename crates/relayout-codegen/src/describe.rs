@@ -95,6 +95,17 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                  and stored as whole vectors, never loaded"
             ));
         }
+        // A sum of one term per single run moves like a copy (see `Body::takes_blocks`).
+        if stmt.is_one_term_sum() && !matches!(dtype, DType::F16 | DType::BF16) {
+            let (nest, proven) = crate::function::nest_in_band(k, index, stmt);
+            if let Some(plan) = shuffle::plan(&nest, proven) {
+                return Some(format!(
+                    "{}, each vector added to +0.0 before it is stored (a sum from +0.0 of one \
+                     term per run: -0.0 becomes +0.0)",
+                    shuffle_blocks(&plan, bytes)
+                ));
+            }
+        }
         if stmt.action == LoopAction::Sum {
             return Some(match dtype {
                 DType::F16 | DType::BF16 => format!(
@@ -200,18 +211,7 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
     }
     let (nest, proven) = crate::function::nest_in_band(k, index, stmt);
     if let Some(plan) = shuffle::plan(&nest, proven) {
-        return Some(if plan.reads_skipped_bytes() {
-            format!(
-                "16-byte shuffle blocks: runs of {bytes} bytes gathered from whole vectors \
-                 loaded with the skipped bytes (every load proven inside the source), packed \
-                 in registers and stored as whole vectors"
-            )
-        } else {
-            format!(
-                "16-byte shuffle blocks: runs of {bytes} bytes interleaved in registers, whole \
-                 vectors loaded and stored"
-            )
-        });
+        return Some(shuffle_blocks(&plan, bytes));
     }
     let (verb, callable) = match stmt.action {
         LoopAction::Fill { value } => {
@@ -260,6 +260,22 @@ fn streams(k: &LoopKernel, index: usize) -> bool {
             .iter()
             .find(|band| band.members().contains(&index))
             .is_none_or(|band| k.stmts[band.members()].iter().all(candidate))
+}
+
+/// The words for a statement run as shuffle blocks by `plan`.
+fn shuffle_blocks(plan: &shuffle::Plan, bytes: u64) -> String {
+    if plan.reads_skipped_bytes() {
+        format!(
+            "16-byte shuffle blocks: runs of {bytes} bytes gathered from whole vectors loaded \
+             with the skipped bytes (every load proven inside the source), packed in registers \
+             and stored as whole vectors"
+        )
+    } else {
+        format!(
+            "16-byte shuffle blocks: runs of {bytes} bytes interleaved in registers, whole \
+             vectors loaded and stored"
+        )
+    }
 }
 
 #[cfg(test)]

@@ -808,7 +808,7 @@ fn emit_nest(
     (s, d): (Addr, Addr),
 ) -> Result<(), CodegenError> {
     let emitter = Emitter { stmt: index, body };
-    if let Some(plan) = shuffle::plan(stmt, src_bytes) {
+    if let Some(plan) = shuffle::plan(stmt, src_bytes).filter(|_| body.takes_blocks()) {
         return emitter.shuffle_nest(b, stmt, &plan, count, s, d);
     }
     emitter.nest(b, &stmt.loops, count, s, d)

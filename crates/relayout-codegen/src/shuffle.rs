@@ -26,8 +26,12 @@
 //! stays outermost (its range is what threads split). Moving F and X inward reorders the
 //! points, which is only harmless for a copy whose destination runs are pairwise disjoint, so
 //! that is all this path accepts (not fill, whose runs are not small enough to need it here,
-//! and never accumulate). The X iterations that do not fill a tile run as scalar runs.
+//! and never accumulate), and the sum from +0.0 of one term per run that moves like one (a
+//! Col2Im whose windows do not overlap): each of its destination vectors is added to +0.0
+//! before it is stored ([`Body::finish_vector`]). The X iterations that do not fill a tile
+//! run as scalar runs.
 
+use crate::body::Body;
 use crate::loops::{counted_loop, grouped_loop, Count, Emitter, LoopBody, Part};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
@@ -134,7 +138,7 @@ impl Plan {
 /// Chooses how to vectorise `stmt`, whose source tensor is `src_bytes` long, or `None` when
 /// this path does not apply: then the ordinary nest runs it.
 pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
-    if stmt.action != LoopAction::Copy
+    if !(stmt.action == LoopAction::Copy || stmt.is_one_term_sum())
         || stmt.bytes >= V as u64
         || !relayout_ir::dependence::points_disjoint(stmt, 0)
     {
@@ -760,8 +764,9 @@ impl Emitter<'_> {
         };
         // The block's instructions are the same in every tile: work out their order once.
         let steps = Steps::of(plan);
-        let mut block =
-            |b: &mut FunctionBuilder, s: Addr, d: Addr| emit_block(b, plan, &steps, s, d, overflow);
+        let mut block = |b: &mut FunctionBuilder, s: Addr, d: Addr| {
+            emit_block(b, plan, &steps, self.body, (s, d), overflow)
+        };
         // Blocks per iteration of the tile loop: about [`UNROLL_VECTORS`] destination vectors.
         let unroll = (UNROLL_VECTORS / plan.dst_vectors.len().max(1)).max(1) as u64;
         if plan.x == 0 {
@@ -988,13 +993,14 @@ impl Steps {
 }
 
 /// One block: load the source vectors, build and store the destination vectors, as `steps`
-/// (those of `plan`) say.
+/// (those of `plan`) say; each destination vector as `body` finishes it (a sum of one term
+/// adds it to +0.0).
 fn emit_block(
     b: &mut FunctionBuilder,
     plan: &Plan,
     steps: &Steps,
-    src: Addr,
-    dst: Addr,
+    body: &Body,
+    (src, dst): (Addr, Addr),
     overflow: impl Fn() -> CodegenError,
 ) -> Result<(), CodegenError> {
     let mut values: Vec<Value> = Vec::with_capacity(steps.steps.len());
@@ -1013,7 +1019,8 @@ fn emit_block(
         values.push(v);
     }
     for &(o, i) in &steps.stores {
-        store(b, values[i], dst.plus(o).ok_or_else(&overflow)?, 0);
+        let v = body.finish_vector(b, values[i]);
+        store(b, v, dst.plus(o).ok_or_else(&overflow)?, 0);
     }
     Ok(())
 }

@@ -124,6 +124,21 @@ impl DType {
         matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
 
+    /// A signed or unsigned integer (not bool): additions wrap, and `0 + x` is `x`.
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            DType::I8
+                | DType::I16
+                | DType::I32
+                | DType::I64
+                | DType::U8
+                | DType::U16
+                | DType::U32
+                | DType::U64
+        )
+    }
+
     /// complex64 or complex128.
     pub fn is_complex(self) -> bool {
         matches!(self, DType::C64 | DType::C128)

@@ -110,6 +110,15 @@ impl LoopStmt {
             .count()
     }
 
+    /// Whether this is a sum from +0.0 of one term per run ([`LoopAction::Sum`] without
+    /// reduction loops): each point writes `+0.0 + x` for every element `x` of its source run,
+    /// which is a copy but for -0.0 (it becomes +0.0) and signalling NaNs (they become quiet).
+    /// As for a copy, the last point that writes an element decides it, so its points may be
+    /// reordered wherever a copy's may (where they write disjoint bytes).
+    pub fn is_one_term_sum(&self) -> bool {
+        self.action == LoopAction::Sum && self.reduction_loops() == 0
+    }
+
     /// Number of points of the nest, saturating.
     pub fn trip_count(&self) -> u64 {
         self.loops

@@ -33,6 +33,11 @@
 //! zeros first or reading the destination. Otherwise the fill stays and the sums start from
 //! what the destination holds.
 //!
+//! A single accumulate (not a group) whose points write disjoint bytes and which writes
+//! exactly the bytes of the zero fill just before it becomes such a sum from +0.0 too, of one
+//! term per run, or for integers a copy (see [`lone_sum`]): a Col2Im whose windows do not
+//! overlap.
+//!
 //! What it does not do: drop a fill that the cells cover only in part (no smaller fills for the
 //! rest), reorder anything across cells of different groups, or run across a statement that
 //! is not an accumulation. Run it right after `linearize`, where all
@@ -41,7 +46,7 @@
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -84,6 +89,14 @@ impl LoopPass for OutputStationary {
                 j += 1;
             }
             let group = &k.stmts[i..j];
+            if let Some(sum) = lone_sum(stmts.last(), group, k.dtype()) {
+                // One accumulate that writes every byte of the zero fill just before it once:
+                // drop the fill and sum each run from +0.0.
+                stmts.pop();
+                stmts.push(sum);
+                i = j;
+                continue;
+            }
             match (group.len() >= 2).then(|| cells(group)).flatten() {
                 Some((mut cells, nests)) => {
                     if nests && stmts.last().is_some_and(|f| covers(f, &cells)) {
@@ -133,6 +146,31 @@ pub(crate) fn reduction_split(s: &LoopStmt) -> usize {
             .rev()
             .take_while(|l| l.dst_stride == 0)
             .count()
+}
+
+/// `group` as a sum from +0.0 when it is one accumulate, without reduction loops, that writes
+/// exactly the bytes of the zero fill `fill` (see [`covers`]: its points write disjoint
+/// bytes, so each element receives one addition): `+0.0 + t` per run, what the fill and the
+/// addition computed; for integers, whose `0 + t` is `t`, a copy. A Col2Im whose windows do
+/// not overlap (strides equal to the kernel, no padding) lowers to one accumulate of all its
+/// kernel positions after the zero fill; so it writes its output once, never reading it, and
+/// moves like the copy of the same permutation (see `relayout_ir::LoopStmt::is_one_term_sum`).
+fn lone_sum(fill: Option<&LoopStmt>, group: &[LoopStmt], dtype: DType) -> Option<LoopStmt> {
+    let [s] = group else {
+        return None;
+    };
+    let action = if dtype.is_integer() {
+        LoopAction::Copy
+    } else {
+        LoopAction::Sum
+    };
+    (s.action == LoopAction::Accumulate
+        && s.reduction_loops() == 0
+        && fill.is_some_and(|f| covers(f, group)))
+    .then(|| LoopStmt {
+        action,
+        ..s.clone()
+    })
 }
 
 /// Whether `fill` is a zero fill of one contiguous range of bytes (every one of its loops
