@@ -227,11 +227,11 @@ fn col2im_of_windows_apart_adds_each_element_to_plus_zero() {
     ] {
         let kernel = vec![k; image.len()];
         let pads = vec![0; 2 * image.len()];
-        for dtype in [DType::F32, DType::F64] {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             cases.extend(col2im(image, &kernel, (k, 1), &pads, (3, dtype)));
         }
     }
-    assert_all_exact(&cases, 4000, 12);
+    assert_all_exact(&cases, 4000, 24);
     // The blocks are there, and -0.0 reaches them: the notes say so, and the input of each
     // case holds -0.0 (every fifth run of five values), which a copy would keep.
     let (op, input) = col2im(&[48, 48], &[16, 16], (16, 1), &[0; 4], (3, DType::F32)).unwrap();

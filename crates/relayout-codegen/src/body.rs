@@ -85,8 +85,13 @@ impl Body {
         config: TargetFrontendConfig,
         imports: &mut dyn Imports,
     ) -> Result<Body, CodegenError> {
+        // The one addition of a sum of one term from +0.0 needs no call for f16 and bf16.
+        let adder = match Adder::zero_plus_half(dtype) {
+            Some(adder) if zero && terms.len() == 1 => adder,
+            _ => Adder::new(b, dtype, imports)?,
+        };
         Ok(Body {
-            op: Op::Sum(Adder::new(b, dtype, imports)?),
+            op: Op::Sum(adder),
             bytes,
             config,
             terms,
@@ -129,8 +134,8 @@ impl Body {
     }
 
     /// Whether the shuffle blocks (`shuffle.rs`) may move this body's runs: a move, or a sum
-    /// from +0.0 of one term per single run whose elements add as vectors (not f16 or bf16),
-    /// which [`Body::finish_vector`] completes.
+    /// from +0.0 of one term per single run whose elements add as vectors (f16 and bf16 too,
+    /// whose `+0.0 + x` is bit operations), which [`Body::finish_vector`] completes.
     pub fn takes_blocks(&self) -> bool {
         match self.op {
             Op::Move(_) => true,

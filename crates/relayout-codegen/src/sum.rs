@@ -302,7 +302,8 @@ pub struct SumRuns {
 impl SumRuns {
     /// `stmt`'s sums over `dtype`, when the helper runs them: an accumulate of f16 or bf16
     /// whose loops are not empty and whose reduction loops have at most
-    /// [`relayout_ir::MAX_SUM_TERMS`] points.
+    /// [`relayout_ir::MAX_SUM_TERMS`] points, but not a sum from +0.0 of one term per run
+    /// (generated code makes those without calls).
     pub fn of(stmt: &LoopStmt, dtype: DType) -> Option<SumRuns> {
         let dtype = HalfFloat::of(dtype)?;
         if !stmt.action.is_accumulate() || stmt.loops.iter().any(|l| l.extent == 0) {
@@ -310,11 +311,18 @@ impl SumRuns {
         }
         let split = stmt.loops.len() - stmt.reduction_loops();
         let terms = terms(&stmt.loops[split..])?;
+        if stmt.is_one_term_sum() {
+            // `+0.0 + x` alone is bit operations, which generated code makes on whole vectors
+            // (`Adder::HalfZeroPlus`), in shuffle blocks or paired phases where the runs are
+            // elements.
+            return None;
+        }
+        let row = crate::phases::row_shape(stmt, split, 2);
         (terms.len() as u64 <= MAX_TERMS).then_some(SumRuns {
             split,
             from_zero: stmt.action == LoopAction::Sum,
             dtype,
-            row: crate::phases::row_shape(stmt, split, 2),
+            row,
         })
     }
 

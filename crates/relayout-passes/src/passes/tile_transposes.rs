@@ -22,8 +22,7 @@
 //!
 //! A sum from +0.0 of one term per run (a Col2Im whose windows do not overlap, see
 //! `relayout_ir::LoopStmt::is_one_term_sum`) is a copy but for its `+0.0 +` per element, which
-//! codegen's blocks add to each vector before storing it: it is tiled like a copy (not for
-//! f16 and bf16, which the JIT sums element by element).
+//! codegen's blocks add to each vector before storing it: it is tiled like a copy.
 //!
 //! Run it after the last `coalesce`, which would merge the two halves back.
 //!
@@ -69,7 +68,7 @@
 use super::scaled;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -79,11 +78,8 @@ impl LoopPass for TileTransposes {
     const NAME: &'static str = "tile-transposes";
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        // Sums of one term per run move like copies (see the module documentation), but f16
-        // and bf16 sums run in the JIT's sum helper, element by element along their own nest.
-        let sums = !matches!(k.dtype(), DType::F16 | DType::BF16);
         Ok(k.with_stmts(
-            k.stmts.iter().flat_map(|s| tile_stmt(s, sums)).collect(),
+            k.stmts.iter().flat_map(tile_stmt).collect(),
             k.bands.clone(),
         ))
     }
@@ -95,11 +91,11 @@ impl_pass!(loops TileTransposes);
 const VECTOR: u64 = 16;
 
 /// The statement tiled, as one statement, or two when the source-contiguous loop's extent is
-/// not a multiple of the block (see [`tile_or_split`]); unchanged when nothing applies. With
-/// `sums`, a sum of one term per run is tiled as a copy is.
-fn tile_stmt(s: &LoopStmt, sums: bool) -> Vec<LoopStmt> {
+/// not a multiple of the block (see [`tile_or_split`]); unchanged when nothing applies. A
+/// sum of one term per run is tiled as a copy is.
+fn tile_stmt(s: &LoopStmt) -> Vec<LoopStmt> {
     let b = s.bytes;
-    let moves = s.action == LoopAction::Copy || (sums && s.is_one_term_sum());
+    let moves = s.action == LoopAction::Copy || s.is_one_term_sum();
     if !moves || b == 0 || !VECTOR.is_multiple_of(b) || s.loops.len() < 2 {
         return vec![s.clone()];
     }
@@ -649,7 +645,7 @@ mod tests {
                 },
             ],
         };
-        let t = tile_stmt(&s, true).remove(0);
+        let t = tile_stmt(&s).remove(0);
         assert_eq!(t.loops.len(), 3);
         assert_eq!((t.loops[0].extent, t.loops[0].src_stride), (3, 16));
         assert_eq!((t.loops[1].extent, t.loops[1].src_stride), (4, 4));
@@ -680,7 +676,7 @@ mod tests {
             4,
             vec![lp(4, 4, 96), lp(3, 80, 32), lp(2, 240, 16), lp(4, 20, 4)],
         );
-        let t = tile_stmt(&s, true);
+        let t = tile_stmt(&s);
         assert_eq!(t.len(), 1);
         let extents: Vec<(u64, i64)> = t[0]
             .loops
@@ -695,7 +691,7 @@ mod tests {
             loops: vec![lp(4, 4, 32), lp(8, 16, 4)],
             ..tiled.stmts[0].clone()
         };
-        assert_eq!(tile_stmt(&two, true), [two]);
+        assert_eq!(tile_stmt(&two), [two]);
     }
 
     /// A transpose of `rows x cols` elements of `bytes` bytes as one statement, the lane loop
@@ -817,14 +813,14 @@ mod tests {
             4,
             vec![lp(8, 401408, 401408), lp(784, 4, 512), lp(128, 3136, 4)],
         );
-        let tiled = tile_stmt(&s, true);
+        let tiled = tile_stmt(&s);
         assert_eq!(tiled[0].loops[1].extent, 3, "{tiled:?}");
         // The same batch of 1.6 MB planes (56x56 maps) is walked.
         let s = copy(
             4,
             vec![lp(8, 1605632, 1605632), lp(3136, 4, 512), lp(128, 12544, 4)],
         );
-        let tiled = tile_stmt(&s, true);
+        let tiled = tile_stmt(&s);
         let walked: Vec<u64> = tiled[0].loops.iter().map(|l| l.extent).collect();
         assert_eq!(walked, [8, 784, 8, 4, 16]);
         let kernel = kernel_of(s, relayout_ir::DType::F32, [8, 128, 3136], [8, 3136, 128]);
@@ -834,11 +830,7 @@ mod tests {
             2,
             vec![lp(8, 802816, 802816), lp(3136, 2, 256), lp(128, 6272, 2)],
         );
-        let walked: Vec<u64> = tile_stmt(&s, true)[0]
-            .loops
-            .iter()
-            .map(|l| l.extent)
-            .collect();
+        let walked: Vec<u64> = tile_stmt(&s)[0].loops.iter().map(|l| l.extent).collect();
         assert_eq!(walked, [8, 392, 4, 8, 32]);
         // 64 lanes keep the cache blocks (1x64x112x112 f32, 3.2 MB).
         tiles_to(transpose(64, 12544, 4), &[&[49, 4, 64, 4, 16]]);
@@ -1027,7 +1019,7 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(tile_stmt(&s, true), std::slice::from_ref(&s));
+        assert_eq!(tile_stmt(&s), std::slice::from_ref(&s));
         let fill = LoopStmt {
             action: LoopAction::ZERO_FILL,
             bytes: 4,
@@ -1043,7 +1035,7 @@ mod tests {
                 .collect(),
             ..s
         };
-        assert_eq!(tile_stmt(&fill, true), std::slice::from_ref(&fill));
+        assert_eq!(tile_stmt(&fill), std::slice::from_ref(&fill));
     }
 
     /// `[2, 1, 0]` of a cube: the middle loop (a batch between the two axes that swap, a
@@ -1062,7 +1054,7 @@ mod tests {
             kernel_of(copy(e as u64, loops), dtype, [n, n, n], [n, n, n])
         };
         // 64^3 f32, as the passes give it: blocks of 4 source rows by 8 lane elements.
-        let t = tile_stmt(&cube(64, relayout_ir::DType::F32).stmts[0], true);
+        let t = tile_stmt(&cube(64, relayout_ir::DType::F32).stmts[0]);
         assert_eq!(t.len(), 1);
         assert_eq!(
             t[0].loops,
@@ -1094,7 +1086,7 @@ mod tests {
             );
         }
         // 12 lane elements: one block column of 4 (12 is not a multiple of 8).
-        let t = tile_stmt(&cube(12, relayout_ir::DType::F32).stmts[0], true);
+        let t = tile_stmt(&cube(12, relayout_ir::DType::F32).stmts[0]);
         assert_eq!(t[0].loops.last(), Some(&lp(4, 576, 4)));
     }
 
@@ -1107,7 +1099,7 @@ mod tests {
             4,
             vec![lp(64, 128, 512), lp(32, 4, 32768), lp(128, 8192, 4)],
         );
-        let t = tile_stmt(&s, true);
+        let t = tile_stmt(&s);
         assert_eq!(
             t[0].loops,
             [
@@ -1125,7 +1117,7 @@ mod tests {
             8,
             vec![lp(40, 288, 512), lp(36, 8, 20480), lp(64, 11520, 8)],
         );
-        assert_eq!(tile_stmt(&s, true)[0].loops[0], lp(40, 288, 512));
+        assert_eq!(tile_stmt(&s)[0].loops[0], lp(40, 288, 512));
     }
 
     /// A loop between the two whose step is as large as a block row on one side (`[1, 3, 0, 2]`
@@ -1142,7 +1134,7 @@ mod tests {
                 lp(32, 128, 4),
             ],
         );
-        let t = tile_stmt(&s, true);
+        let t = tile_stmt(&s);
         assert_eq!(
             t[0].loops,
             [
@@ -1171,7 +1163,7 @@ mod tests {
                 lp(14, 64, 4),
             ],
         );
-        let t = tile_stmt(&s, true);
+        let t = tile_stmt(&s);
         let rows = lp(4, 4, 784);
         assert_eq!(t.len(), 2);
         for piece in &t {
