@@ -317,12 +317,15 @@ fn medium_shapes_split_over_threads() {
         "Col2Im {image_shape = [8, 12, 10], block_shape = [3, 3, 3], pads = [1, 1, 1, 1, 1, 1]} : tensor<2x432x960xf16>",
         // Windows apart (strides equal to the kernel): sums of one term per element, in
         // shuffle blocks (a 16x16 kernel, cut into a band of two statements), in paired
-        // phases (2x2), of complex parts, and a copy for integers.
+        // phases (2x2), of complex parts, of bools and bf16 (bit operations), and a copy for
+        // integers.
         "Col2Im {image_shape = [96, 96], block_shape = [16, 16], strides = [16, 16]} : tensor<8x768x36xf32>",
         "Col2Im {image_shape = [48, 48], block_shape = [3, 3], strides = [3, 3]} : tensor<4x288x256xf64>",
         "Col2Im {image_shape = [64, 64], block_shape = [2, 2], strides = [2, 2]} : tensor<2x256x1024xf32>",
         "Col2Im {image_shape = [32, 32], block_shape = [4, 4], strides = [4, 4]} : tensor<2x512x64xcomplex<f32>>",
         "Col2Im {image_shape = [64, 64], block_shape = [4, 4], strides = [4, 4]} : tensor<2x512x256xi16>",
+        "Col2Im {image_shape = [64, 128], block_shape = [4, 4], strides = [4, 4]} : tensor<2x512x512xi1>",
+        "Col2Im {image_shape = [64, 64], block_shape = [2, 2], strides = [2, 2]} : tensor<2x256x1024xbf16>",
         // The ops around the seeds, at shapes where the passes fuse bands (Im2Col's padding
         // and rows, reflect Pad's planes), tile transposes and gather with steps.
         "Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x32x48x48xf32>",
