@@ -330,8 +330,11 @@ fn medium_shapes_split_over_threads() {
         // and rows, reflect Pad's planes), tile transposes and gather with steps.
         "Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x32x48x48xf32>",
         "Im2Col {block_shape = [2, 3], pads = [0, 1, 2, 0], strides = [2, 1], dilations = [1, 2]} : tensor<2x32x64x64xi16>",
-        // ViT's patches (16x16 of 224x224 maps): register blocks in a band of two pieces.
+        // ViT's patches (16x16 of 224x224 maps): register blocks in a band of two pieces,
+        // the second laid over the first's last columns (14 = 12 + 2 and 8 + 6).
         "Im2Col {block_shape = [16, 16], strides = [16, 16]} : tensor<2x3x224x224xf32>",
+        "Im2Col {block_shape = [16, 16], strides = [16, 16]} : tensor<4x3x224x224xf16>",
+        "Col2Im {image_shape = [224, 224], block_shape = [16, 16], strides = [16, 16]} : tensor<4x768x196xbf16>",
         r#"Pad {pads = [0, 0, 1, 1, 0, 0, 1, 1], mode = "reflect"} : tensor<2x32x48x48xf32>"#,
         r#"Pad {pads = [0, 0, 2, 3, 0, 0, 1, 2], mode = "edge"} : tensor<4x32x64x65xui8>"#,
         r#"Pad {pads = [0, 1, 1, 0, 0, 1, 1, 0], mode = "constant", constant_value = 1.5} : tensor<2x32x32x64xf32>"#,

@@ -30,7 +30,8 @@
 //! loops reduce, so such runs are left alone; so is a run whose new loop would overflow a
 //! stride. Outside bands, pieces merge only when the merged statement's new outer loop writes
 //! disjoint bytes per iteration wherever the piece's own outer loop did, so that threads can
-//! still cut it. A band whose members all merge into one is dropped: the statement keeps the
+//! still cut it; and pieces whose points write disjoint bytes merge only into a statement
+//! whose points do too (code generation's blocks reorder only such points). A band whose members all merge into one is dropped: the statement keeps the
 //! band's loops and runs alone, which is the same order.
 //!
 //! Run it last: it reads the final loops and bands, and no later pass needs to see pieces
@@ -38,7 +39,9 @@
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::dependence::{iterations_disjoint, members_commute};
+use relayout_ir::dependence::{
+    iterations_disjoint, members_commute, points_disjoint, stmts_disjoint,
+};
 use relayout_ir::{Band, Loop, LoopKernel, LoopStmt, Unit};
 
 /// See the module documentation.
@@ -142,7 +145,8 @@ fn merge_runs(group: &[&LoopStmt], depth: usize) -> Vec<LoopStmt> {
         }
         let merged = step
             .and_then(|s| with_loop(group[i], depth, run.len(), s))
-            .filter(|m| depth > 0 || splits_as_well(group[i], m));
+            .filter(|m| depth > 0 || splits_as_well(group[i], m))
+            .filter(|_| pieces_apart(group[i], run[1..].iter().map(|&k| group[k])));
         match merged {
             Some(merged) => out.push(merged),
             None => {
@@ -178,6 +182,17 @@ fn splits_as_well(piece: &LoopStmt, merged: &LoopStmt) -> bool {
         || iterations_disjoint(std::slice::from_ref(piece), 1).is_err()
 }
 
+/// Whether merging `first` with `others` (its translates) keeps each destination byte
+/// written at most once wherever `first` did: each of the others writes bytes apart from
+/// `first`'s (pieces `a` and `b` lie as `first` and the piece `b - a` steps on). Code
+/// generation reorders the points of a copy (its shuffle and register blocks) only when they
+/// write disjoint bytes, so pieces that overlap one another stay apart: a transpose's last
+/// register block, which `tile-transposes` lays over the one before it, merged with the
+/// blocks would leave the statement to scalar moves.
+fn pieces_apart<'a>(first: &LoopStmt, mut others: impl Iterator<Item = &'a LoopStmt>) -> bool {
+    others.all(|other| stmts_disjoint(first, other)) || !points_disjoint(first, 0)
+}
+
 /// `s` with a loop of `extent` iterations stepping `(dst, src)` inserted at `depth`, or
 /// `None` if a stride overflows.
 fn with_loop(
@@ -210,6 +225,29 @@ mod tests {
     fn reroll(text: &str) -> String {
         let k = parse_loop_kernel(text).unwrap();
         Reroll.run_loops(&k).unwrap().to_string()
+    }
+
+    #[test]
+    fn overlapping_blocks_stay_apart() {
+        // Two register blocks of a transpose, the second laid over the first's last two
+        // columns (as `tile-transposes` ends a lane loop of 6 = 4 + 2): each writes disjoint
+        // bytes, merged they would not, and codegen's blocks need them to.
+        let text = "loops @k(%src: tensor<4x6xf32>) -> (%dst: tensor<6x4xf32>) {
+  copy 4 bytes %dst[0 + 4 * i0 + 16 * i1] = %src[0 + 24 * i0 + 4 * i1]
+      for i0 in 0 to 4, i1 in 0 to 4
+  copy 4 bytes %dst[32 + 4 * i0 + 16 * i1] = %src[8 + 24 * i0 + 4 * i1]
+      for i0 in 0 to 4, i1 in 0 to 4
+}";
+        let out = reroll(text);
+        assert_eq!(out.matches("copy").count(), 2, "{out}");
+        // Apart by a whole block, the same two merge.
+        let apart = text
+            .replace("%dst[32 +", "%dst[64 +")
+            .replace("%src[8 +", "%src[16 +");
+        let apart = apart.replace("tensor<4x6xf32>", "tensor<4x8xf32>");
+        let apart = apart.replace("tensor<6x4xf32>", "tensor<8x4xf32>");
+        let out = reroll(&apart);
+        assert_eq!(out.matches("copy").count(), 1, "{out}");
     }
 
     #[test]
