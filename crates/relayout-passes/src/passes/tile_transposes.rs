@@ -16,7 +16,9 @@
 //! are pairwise disjoint, the only statements this pass and codegen's blocks accept.
 //!
 //! Extents that are not multiples of the blocks are cut first: the statement becomes one
-//! statement for the whole blocks and one for the rest (see [`tile_or_split`]). A
+//! statement for the whole blocks and one for the rest, or, when the rest is half a block or
+//! more, one whole block laid over the last (see [`tile_or_split`]: its first iterations
+//! write again the same bytes from the same source, so statements of a kernel may overlap). A
 //! source-contiguous loop that is already one block and outermost goes one loop in, so that
 //! codegen's block loop has a count known at compile time (see [`outer_block_inward`]).
 //!
