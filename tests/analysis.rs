@@ -312,6 +312,26 @@ fn padding_inside_and_scatter_add_are_gathers() {
     assert_eq!(kernel.bytes_moved(), 36 + 16 * 4 * 3);
 }
 
+/// A Col2Im whose windows do not overlap (strides equal to the kernel, no padding) sums one
+/// term per element from zero: for integers `0 + x` is `x`, so it is a permutation of the
+/// input (the fold of patches, undone by the transpose it names); for floats `+0.0 + x`
+/// turns -0.0 into +0.0, so it is no copy of the bytes and stays a gather.
+#[test]
+fn col2im_of_windows_apart_is_a_permutation_of_integers_only() {
+    let fold = Op::Col2Im {
+        image_shape: vec![8, 8],
+        block_shape: vec![2, 2],
+        dilations: vec![1, 1],
+        pads: vec![0, 0, 0, 0],
+        strides: vec![2, 2],
+    };
+    let mut rng = Rng(7);
+    let m = check_movement(&fold, &t(DType::I32, &[2, 12, 16]), &mut rng);
+    assert!(matches!(m, Movement::Permutation { .. }), "{m:?}");
+    let m = movement(&fold, &t(DType::F32, &[2, 12, 16]));
+    assert!(matches!(m, Movement::Gather { .. }), "{m:?}");
+}
+
 #[test]
 fn empty_tensors_move_nothing() {
     assert_eq!(
