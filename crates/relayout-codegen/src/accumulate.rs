@@ -38,8 +38,9 @@ pub(crate) enum Adder {
     Call(FuncRef),
     /// `+0.0 + x` of f16 or bf16 elements, the only addition of a sum from +0.0 of one term
     /// per run ([`Adder::zero_plus_half`]), on the bits: `x`, but +0.0 for -0.0 and a quiet
-    /// NaN for a signalling one, as `DType::add_assign` makes them (checked for every one of
-    /// the 65536 values of both types in this module's tests). No call, and whole vectors.
+    /// NaN for a signalling one, as `DType::add_assign` makes them (relayout-jit's
+    /// `tests/one_term_sums.rs` checks every one of the 65536 values of both types against
+    /// the interpreter). No call, and whole vectors.
     HalfZeroPlus(HalfFloat),
 }
 

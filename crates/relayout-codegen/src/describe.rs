@@ -105,14 +105,14 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                     shuffle_blocks(&plan, bytes)
                 ));
             }
-        }
-        if stmt.is_one_term_sum() && matches!(dtype, DType::F16 | DType::BF16) {
-            return Some(format!(
-                "sums from +0.0 of 1 contribution per {} element by bit operations (-0.0 \
-                 becomes +0.0, a signalling NaN quiet), whole vectors where they fit, each run \
-                 of {bytes} bytes stored once, never loaded",
-                dtype.name()
-            ));
+            if matches!(dtype, DType::F16 | DType::BF16) {
+                return Some(format!(
+                    "sums from +0.0 of 1 contribution per {} element by bit operations (-0.0 \
+                     becomes +0.0, a signalling NaN quiet), whole vectors where they fit, each \
+                     run of {bytes} bytes stored once, never loaded",
+                    dtype.name()
+                ));
+            }
         }
         if stmt.action == LoopAction::Sum {
             return Some(match dtype {

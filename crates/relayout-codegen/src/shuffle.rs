@@ -37,7 +37,7 @@ use crate::mem::{load, store, Addr};
 use crate::CodegenError;
 use cranelift_codegen::ir::{types, ConstantData, InstBuilder, Value};
 use cranelift_frontend::FunctionBuilder;
-use relayout_ir::{Loop, LoopAction, LoopStmt};
+use relayout_ir::{Loop, LoopStmt};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -138,7 +138,7 @@ impl Plan {
 /// Chooses how to vectorise `stmt`, whose source tensor is `src_bytes` long, or `None` when
 /// this path does not apply: then the ordinary nest runs it.
 pub(crate) fn plan(stmt: &LoopStmt, src_bytes: u64) -> Option<Plan> {
-    if !(stmt.action == LoopAction::Copy || stmt.is_one_term_sum())
+    if !stmt.moves_like_copy()
         || stmt.bytes >= V as u64
         || !relayout_ir::dependence::points_disjoint(stmt, 0)
     {
@@ -1077,6 +1077,7 @@ fn schedule(distinct: &Distinct) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::test_support::lp;
+    use relayout_ir::LoopAction;
 
     /// A Slice with `step` (negative: reversed) over the last axis of `rows` rows of `width`
     /// elements of `e` bytes, from element `start`, `n` elements a row; and its source size.

@@ -119,6 +119,13 @@ impl LoopStmt {
         self.action == LoopAction::Sum && self.reduction_loops() == 0
     }
 
+    /// Whether every element this writes is a function of one source element: a copy, or a
+    /// sum of one term per run ([`LoopStmt::is_one_term_sum`]). The passes and code generation
+    /// move such a statement's elements as they move a copy's (register blocks, shuffles).
+    pub fn moves_like_copy(&self) -> bool {
+        self.action == LoopAction::Copy || self.is_one_term_sum()
+    }
+
     /// Number of points of the nest, saturating.
     pub fn trip_count(&self) -> u64 {
         self.loops

@@ -70,7 +70,7 @@
 use super::scaled;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{Loop, LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -97,8 +97,7 @@ const VECTOR: u64 = 16;
 /// sum of one term per run is tiled as a copy is.
 fn tile_stmt(s: &LoopStmt) -> Vec<LoopStmt> {
     let b = s.bytes;
-    let moves = s.action == LoopAction::Copy || s.is_one_term_sum();
-    if !moves || b == 0 || !VECTOR.is_multiple_of(b) || s.loops.len() < 2 {
+    if !s.moves_like_copy() || b == 0 || !VECTOR.is_multiple_of(b) || s.loops.len() < 2 {
         return vec![s.clone()];
     }
     let f = VECTOR / b;
@@ -174,12 +173,12 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         && plane > L2_PLANE
         && (x.extent > MIN_BLOCK || x.extent > MIN_NARROW_BLOCK && plane > NARROW_PLANE);
     let walks = large && walks_rows(&x, plane, s.trip_count().saturating_mul(s.bytes));
-    let parts = |k: usize, at: u64| -> Option<Vec<LoopStmt>> {
-        let (first, rest) = cut(s, k, at)?;
+    let tile_both = |(first, rest): (LoopStmt, LoopStmt)| {
         let mut parts = tile_or_split(&first, f);
         parts.extend(tile_or_split(&rest, f));
-        Some(parts)
+        parts
     };
+    let parts = |k: usize, at: u64| cut(s, k, at).map(tile_both);
     // The whole blocks of loop `k` (more than `f` iterations, not a multiple of `f`), then the
     // rest: its last `f` iterations as one more whole block, which overlaps the last of them,
     // when the rest is at least half a block, else the rest alone (scalar runs).
@@ -188,11 +187,9 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         if 2 * (n % f) < f {
             return parts(k, n - n % f);
         }
-        let (first, _) = cut(s, k, n - n % f)?;
+        let (whole, _) = cut(s, k, n - n % f)?;
         let (_, last_block) = cut(s, k, n - f)?;
-        let mut parts = tile_or_split(&first, f);
-        parts.extend(tile_or_split(&last_block, f));
-        Some(parts)
+        Some(tile_both((whole, last_block)))
     };
     let cuts = if !l.extent.is_multiple_of(f) {
         overlapping(j)
@@ -613,7 +610,7 @@ const L2_PLANE: u64 = 256 << 10;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use relayout_ir::{interpret_loops, verify_loop_kernel};
+    use relayout_ir::{interpret_loops, verify_loop_kernel, LoopAction};
 
     fn lp(extent: u64, src_stride: i64, dst_stride: i64) -> Loop {
         Loop {
