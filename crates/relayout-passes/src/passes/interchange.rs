@@ -6,7 +6,9 @@
 //! stride (writes in row-major order), by decreasing source stride (reads in row-major order),
 //! and the current one. It keeps the one whose loops coalesce into the longest run, then the
 //! fewest loops, then (for copies) the fewest strided passes over the same pages (see
-//! `page_revisits`), preferring them in that order on ties. Run `coalesce` afterwards to merge what
+//! `page_revisits`), then (for copies larger than the caches near the core, in orders that
+//! write few streams at once) the fewest gapped passes over the source (see `FAR_BYTES`),
+//! preferring them in that order on ties. Run `coalesce` afterwards to merge what
 //! the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
@@ -106,11 +108,25 @@ fn order_loops(s: &LoopStmt) -> LoopStmt {
     let mut by_src = s.clone();
     by_src.loops.sort_by_key(|l| std::cmp::Reverse(key_src(l)));
     let copy = s.action == LoopAction::Copy;
-    // Longest run, then fewest loops, then (a copy) fewest passes over the same pages.
+    // A copy that moves more than the caches near the core hold reads from farther away,
+    // where a source read in several passes costs more than a destination written so, as
+    // long as the order writes few streams at once (see `FAR_BYTES`).
+    let far = s.trip_count().saturating_mul(s.bytes) > FAR_BYTES;
+    // Longest run, then fewest loops, then (a copy) fewest passes over the same pages, then
+    // (a copy from far away, in an order of few write streams) fewest passes over the source.
     let key = |c: &LoopStmt| {
         let coalesced = coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
         let revisits = if copy { page_revisits(c) } else { 0 };
-        (coalesced, std::cmp::Reverse(revisits))
+        let src_passes = match (copy && far, write_streams(c) <= MAX_WRITE_STREAMS) {
+            (false, _) => 0,
+            (true, true) => gapped_source_passes(c),
+            (true, false) => usize::MAX,
+        };
+        (
+            coalesced,
+            std::cmp::Reverse(revisits),
+            std::cmp::Reverse(src_passes),
+        )
     };
     // The first of the best keys wins: ties keep the destination's order.
     let mut best = (key(&by_dst), by_dst);
@@ -160,6 +176,45 @@ fn reverse_loop(s: &LoopStmt, i: usize) -> Option<LoopStmt> {
     Some(reversed)
 }
 
+/// Bytes a copy moves beyond which its source comes from the last-level cache or memory:
+/// twice a core's L2 on the reference machine. There, of two loop orders with as many passes
+/// over the same pages, the one that reads the source in fewer gapped passes (see
+/// [`gapped_source_passes`]) wins when it writes at most [`MAX_WRITE_STREAMS`] streams at
+/// once (`relayout bench --op`, kernel / memcpy time, three interleaved pairs of each): an
+/// Im2Col 2x2 of stride 2 of 4x128x64x64 f32, each channel's rows read in order and written
+/// as four streams, 1.54-1.58 against 1.91-2.14 reading the even rows, then the odd ones
+/// (f16: 1.32-1.44 against 1.50-1.62, uint8 of 4x128x128x128: 1.39-1.48 against 1.78-2.46);
+/// DepthToSpace NHWC of block 2, 8x112x112x64 f32, 0.87-0.95 against 1.14-1.20 (f64 of
+/// 8x56x56x64: 0.67-1.01 against 0.90-0.99), of block 4, 8x56x56x256 f16, 1.09-1.46 against
+/// 1.57-1.86. With nine streams (Im2Col 3x3 of stride 2 or 3) it ran 0-8% slower, and for
+/// ViT's 16x16 patches it lost their register blocks; an Im2Col 2x2 of stride 1, whose
+/// second pass reads the same lines shifted by one element, ran 10-15% slower. Those keep
+/// the destination's order, as do kernels that stay in the caches.
+const FAR_BYTES: u64 = 1 << 20;
+
+/// Bytes of a cache line.
+const LINE: u64 = 64;
+
+/// See [`FAR_BYTES`].
+const MAX_WRITE_STREAMS: u64 = 4;
+
+/// How many places a loop order writes at once: for the outermost loop that steps the
+/// destination by less than loops inside it, the iterations of those inner loops (each
+/// writes its own stream, which the outer loop continues), or 1 if there is no such loop.
+fn write_streams(s: &LoopStmt) -> u64 {
+    let loops: Vec<&Loop> = s.loops.iter().filter(|l| l.extent > 1).collect();
+    for (i, outer) in loops.iter().enumerate() {
+        let streams = loops[i + 1..]
+            .iter()
+            .filter(|inner| inner.dst_stride.unsigned_abs() > outer.dst_stride.unsigned_abs())
+            .fold(1u64, |n, inner| n.saturating_mul(inner.extent));
+        if streams > 1 {
+            return streams;
+        }
+    }
+    1
+}
+
 /// Strides below this count as the same region of memory (see [`page_revisits`]): a few
 /// pages, which is closer than the hardware prefetchers keep separate streams apart.
 const NEAR: u64 = 16 << 10;
@@ -173,18 +228,32 @@ const NEAR: u64 = 16 << 10;
 /// for the same copies in an order that sweeps both sides once with a few sequential streams
 /// each (inner strides of 32 KiB and more, which the prefetchers follow as separate streams).
 fn page_revisits(s: &LoopStmt) -> usize {
-    let loops: Vec<&Loop> = s.loops.iter().filter(|l| l.extent > 1).collect();
+    revisits(s, |l| l.src_stride, 0) + revisits(s, |l| l.dst_stride, 0)
+}
+
+/// The passes of [`page_revisits`] over the source that leave gaps of whole cache lines for
+/// later ones (an outer loop stepping by a line or more: even rows, then odd rows), not those
+/// that read the same lines again shifted by a few bytes (an Im2Col's kernel columns).
+fn gapped_source_passes(s: &LoopStmt) -> usize {
+    revisits(s, |l| l.src_stride, LINE)
+}
+
+/// Pairs of loops of `s` (of more than one iteration), the outer one stepping by at least
+/// `min_outer` bytes but by less than the inner one, which steps by less than [`NEAR`];
+/// `stride` picks the operand.
+fn revisits(s: &LoopStmt, stride: fn(&Loop) -> i64, min_outer: u64) -> usize {
+    let strides: Vec<u64> = s
+        .loops
+        .iter()
+        .filter(|l| l.extent > 1)
+        .map(|l| stride(l).unsigned_abs())
+        .collect();
     let mut count = 0;
-    for stride in [
-        |l: &Loop| l.src_stride.unsigned_abs(),
-        |l: &Loop| l.dst_stride.unsigned_abs(),
-    ] {
-        for (i, outer) in loops.iter().enumerate() {
-            count += loops[i + 1..]
-                .iter()
-                .filter(|inner| stride(outer) < stride(inner) && stride(inner) < NEAR)
-                .count();
-        }
+    for (i, &outer) in strides.iter().enumerate() {
+        count += strides[i + 1..]
+            .iter()
+            .filter(|&&inner| min_outer <= outer && outer < inner && inner < NEAR)
+            .count();
     }
     count
 }
