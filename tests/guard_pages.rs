@@ -352,6 +352,8 @@ fn medium_shapes_split_over_threads() {
         "Transpose {perm = [0, 2, 3, 1]} : tensor<8x512x7x7xf32>",
         // Blocks of 64 channels (the source loop of 48 positions is too short for row blocks).
         "Transpose {perm = [0, 2, 3, 1]} : tensor<2x2048x7x7xf32>",
+        // Blocks of 1024 pixels (9 MiB into channel planes 256 KiB apart, which alias).
+        "Transpose {perm = [0, 3, 1, 2]} : tensor<1x256x256x36xf32>",
         // Lane rows that alias in L1 (power-of-two maps), walked by source lines.
         "Transpose {perm = [0, 2, 3, 1]} : tensor<2x32x64x64xf32>",
         "Transpose {perm = [0, 2, 3, 1]} : tensor<3x24x64x64xf16>",

@@ -63,7 +63,7 @@
 //! | outer inside | not large; loops right outside `l` stepping so, lane rows that do not fit L1 | the same, with those loops moved in | [`outer_inside`] |
 //! | row walk | large; more than [`MEMORY_BOUND`] bytes written, 128 to 512 lanes | `[l*f, x*r, l: f, x: r]` | [`walks_rows`] |
 //! | cache blocks | large; one of [`BLOCK_ROWS`] (`bl`) divides `l` | `[l*bl, x*r, l*f: bl/f, l: f, x: r]` | [`BLOCK_ROWS`] |
-//! | lane blocks | large; `l` too short for blocks of rows, more than [`LANE_BLOCK`] lanes | `[x*64, l*f, l: f, x: 64]` | [`LANE_BLOCK`] |
+//! | lane blocks | large; `l` too short for blocks of rows, more than [`LANE_BLOCK`] lanes | `[x*64, l*f, l: f, x: 64]`, 1024 lanes for far, aliasing rows | [`LANE_BLOCK`], [`WIDE_LANE_BLOCK`] |
 //! | line groups | not large; `f` to [`LINE_GROUP_LANES`] lanes whose rows do not fit L1 | `[l*r, x*f, l*f: r/f, l: f, x: f]` | [`LINE_GROUP_LANES`] |
 //! | strip | otherwise | `[l*f, .., l: f, x]` | the first paragraph |
 
@@ -206,10 +206,10 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         } else if block_rows(l.extent).is_none() && l.extent > BLOCK_ROWS[0] {
             parts(j, l.extent - l.extent % BLOCK_ROWS[0])
         } else if block_rows(l.extent).is_none()
-            && x.extent > LANE_BLOCK
-            && !x.extent.is_multiple_of(LANE_BLOCK)
+            && x.extent > lane_block(s, &l)
+            && !x.extent.is_multiple_of(lane_block(s, &l))
         {
-            parts(last, x.extent - x.extent % LANE_BLOCK)
+            parts(last, x.extent - x.extent % lane_block(s, &l))
         } else {
             None
         }
@@ -299,15 +299,13 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool, walks: bool) -> LoopStmt {
     // A large plane whose source loop is too short for blocks of rows (NCHW -> NHWC of small
     // maps: 48 positions by 2048 channels) is blocked along the lane loop instead (see
     // [`LANE_BLOCK`]).
+    let lanes = lane_block(s, &l);
     let lane_blocks = || {
         Some(vec![
-            scaled(x, x.extent / LANE_BLOCK, LANE_BLOCK)?,
+            scaled(x, x.extent / lanes, lanes)?,
             scaled(l, l.extent / f, f)?,
             inner,
-            Loop {
-                extent: LANE_BLOCK,
-                ..x
-            },
+            Loop { extent: lanes, ..x },
         ])
     };
     // A large plane of a memory-bound statement with long destination rows: `f` whole
@@ -359,8 +357,8 @@ fn tile(s: &LoopStmt, f: u64, j: usize, large: bool, walks: bool) -> LoopStmt {
     // when scaled leave the statement as it was.
     let by_lanes = blocked
         && block_rows(l.extent).is_none()
-        && x.extent > LANE_BLOCK
-        && x.extent.is_multiple_of(LANE_BLOCK);
+        && x.extent > lanes
+        && x.extent.is_multiple_of(lanes);
     let (end, loops) = match (blocked && walks)
         .then(row_walk)
         .flatten()
@@ -560,6 +558,39 @@ const NARROW_PLANE: u64 = 1 << 20;
 /// seven alternating runs (`relayout bench --ir`) than sweeping all 2048 channel rows for every
 /// 4 positions, which reloaded each source line from L2 four times.
 const LANE_BLOCK: u64 = 64;
+
+/// Lane iterations per block instead of [`LANE_BLOCK`] for a statement that writes more than
+/// [`FAR_BYTES`] into destination rows a multiple of [`ALIASED_ROWS`] bytes apart (NHWC ->
+/// NCHW of power-of-two maps, NCHW -> NHWC of 2048 channels). Such rows map to the same few
+/// cache sets, and a block of 64 lanes writes 64 elements of each row in turn before moving
+/// on; 1024 lanes write each row 16 times longer at a time (the block's source rows, 32 KiB
+/// to 128 KiB, are read again from L2 for each group of rows). `relayout bench --op` and
+/// `--ir`, two interleaved rounds each, kernel / memcpy time: NHWC -> NCHW of 8x224x224x32
+/// f32 2.38-2.40 -> 1.74-1.78 (256 lanes: 1.97-2.05; all 50176 lanes at once: 2.87-2.96),
+/// f16 1.96-1.97 -> 1.34, f64 (4x224x224x32) 2.49-2.62 -> 2.08-2.13, 16 channels f32
+/// 1.35-1.38 -> 1.27, 8x128x128x64 f32 2.61-2.65 -> 1.78-1.79; NCHW -> NHWC of 32x2048x7x7
+/// f32 2.61-2.66 -> 2.22-2.30. Where the rows are not so aligned, or the data stays in the
+/// last-level cache, 1024 lanes measured slower (8x112x112x32 f32 1.4 -> 2.0, 8x2048x7x7 f32
+/// 2.3 -> 2.6).
+const WIDE_LANE_BLOCK: u64 = 1024;
+
+/// See [`WIDE_LANE_BLOCK`]: rows this many bytes apart, or a multiple, alias in the caches.
+const ALIASED_ROWS: i64 = 2048;
+
+/// See [`WIDE_LANE_BLOCK`]: more than a core's share of the last-level cache.
+const FAR_BYTES: u64 = 8 << 20;
+
+/// The lanes of a block of `s` blocked along its lane loop, `l` its source-contiguous loop
+/// (whose destination stride is the distance between destination rows): see
+/// [`LANE_BLOCK`] and [`WIDE_LANE_BLOCK`].
+fn lane_block(s: &LoopStmt, l: &Loop) -> u64 {
+    let far = s.trip_count().saturating_mul(s.bytes) > FAR_BYTES;
+    if far && l.dst_stride != 0 && l.dst_stride % ALIASED_ROWS == 0 {
+        WIDE_LANE_BLOCK
+    } else {
+        LANE_BLOCK
+    }
+}
 
 /// Lane loops of at most this many iterations right inside the source loop, in a plane not
 /// cache-blocked, whose rows do not fit the level-1 cache together ([`rows_share_l1`]), are
@@ -910,6 +941,12 @@ mod tests {
         // and the last 2 in a statement of their own.
         tiles_to(transpose(2048, 48, 4), &[&[32, 12, 4, 64]]);
         tiles_to(transpose(2050, 48, 4), &[&[32, 12, 4, 64], &[12, 4, 2]]);
+        // The same from memory (12 MiB) into destination rows 256 KiB apart, which alias in
+        // the caches: blocks of 1024 lanes; rows not a multiple of 2 KiB apart, or a kernel
+        // that stays in the caches, keep blocks of 64.
+        tiles_to(transpose(65536, 48, 4), &[&[64, 12, 4, 1024]]);
+        tiles_to(transpose(65600, 48, 4), &[&[1025, 12, 4, 64]]);
+        tiles_to(transpose(8192, 48, 4), &[&[128, 12, 4, 64]]);
         // Fewer iterations than a block, or a byte transpose whose lane loop is shorter than
         // 16: left alone.
         for (rows, cols, bytes) in [(16, 3, 4), (8, 40, 1)] {
