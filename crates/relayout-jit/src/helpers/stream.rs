@@ -515,6 +515,15 @@ mod x86 {
 mod tests {
     use super::*;
 
+    /// A loop of `count` iterations with these strides.
+    fn stream_loop(count: u64, dst_stride: i64, src_stride: i64) -> StreamLoop {
+        StreamLoop {
+            count,
+            dst_stride,
+            src_stride,
+        }
+    }
+
     /// Every length and misalignment around the block sizes copies and zeroes exactly the
     /// bytes asked for, and nothing beside them.
     #[test]
@@ -588,11 +597,7 @@ mod tests {
     /// destinations and negative strides.
     #[test]
     fn transposes_prefetch_about_four_kib_ahead_over_the_rows_they_read_in_turn() {
-        let l = |count: u64, dst_stride: i64, src_stride: i64| StreamLoop {
-            count,
-            dst_stride,
-            src_stride,
-        };
+        let l = stream_loop;
         // NCHW -> NHWC of 8x64x112x112 f32: 16 channels (4 blocks of 4 rows) a step along
         // the pixels, 256 bytes ahead on each.
         let nchw_to_nhwc_64 = [
@@ -625,11 +630,7 @@ mod tests {
     #[test]
     fn transpose_blocks_follow_the_strides() {
         let src: Vec<u8> = (0..8192u32).map(|i| (i * 29 + 11) as u8).collect();
-        let l = |count: u64, dst_stride: i64, src_stride: i64| StreamLoop {
-            count,
-            dst_stride,
-            src_stride,
-        };
+        let l = stream_loop;
         for size in [4i64, 8] {
             let n = 16 / size;
             for (src_row, dst_row, loops) in [
@@ -679,11 +680,7 @@ mod tests {
     #[test]
     fn streaming_nests_follow_the_strides() {
         let src: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 5) as u8).collect();
-        let l = |count: u64, dst_stride: i64, src_stride: i64| StreamLoop {
-            count,
-            dst_stride,
-            src_stride,
-        };
+        let l = stream_loop;
         for (len, loops) in [
             (64usize, vec![l(5, 100, 70)]),
             (65, vec![l(4, -80, 300)]),
