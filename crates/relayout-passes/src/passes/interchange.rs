@@ -7,9 +7,9 @@
 //! and the current one. It keeps the one whose loops coalesce into the longest run, then the
 //! fewest loops, then (for copies) the fewest strided passes over the same pages (see
 //! `page_revisits`), then (for copies larger than the caches near the core, in orders that
-//! write few streams at once) the fewest gapped passes over the source (see `FAR_BYTES`),
-//! preferring them in that order on ties. Run `coalesce` afterwards to merge what
-//! the new order made adjacent (the default pipeline does).
+//! write few streams at once) the fewest gapped passes over the source (see
+//! `BEYOND_L2_BYTES`), preferring them in that order on ties. Run `coalesce` afterwards to
+//! merge what the new order made adjacent (the default pipeline does).
 //!
 //! Reordering loops changes the order of the writes, so it is done only when that cannot change
 //! the result: for a fill (it writes one value), an accumulate of integers whose runs start on
@@ -36,6 +36,7 @@
 use crate::pass::{impl_pass, LoopPass};
 use crate::passes::coalesce::coalesce_stmt;
 use crate::passes::output_stationary::reduction_split;
+use crate::passes::LINE;
 use crate::stmt::additions_round;
 use crate::PassError;
 use relayout_ir::{Loop, LoopAction, LoopKernel, LoopStmt};
@@ -110,17 +111,19 @@ fn order_loops(s: &LoopStmt) -> LoopStmt {
     let copy = s.action == LoopAction::Copy;
     // A copy that moves more than the caches near the core hold reads from farther away,
     // where a source read in several passes costs more than a destination written so, as
-    // long as the order writes few streams at once (see `FAR_BYTES`).
-    let far = s.trip_count().saturating_mul(s.bytes) > FAR_BYTES;
+    // long as the order writes few streams at once (see `BEYOND_L2_BYTES`).
+    let far = s.trip_count().saturating_mul(s.bytes) > BEYOND_L2_BYTES;
     // Longest run, then fewest loops, then (a copy) fewest passes over the same pages, then
     // (a copy from far away, in an order of few write streams) fewest passes over the source.
     let key = |c: &LoopStmt| {
         let coalesced = coalesce_stmt(c).map(|m| (m.bytes, std::cmp::Reverse(m.loops.len())));
         let revisits = if copy { page_revisits(c) } else { 0 };
-        let src_passes = match (copy && far, write_streams(c) <= MAX_WRITE_STREAMS) {
-            (false, _) => 0,
-            (true, true) => gapped_source_passes(c),
-            (true, false) => usize::MAX,
+        let src_passes = if !(copy && far) {
+            0
+        } else if write_streams(c) <= MAX_WRITE_STREAMS {
+            gapped_source_passes(c)
+        } else {
+            usize::MAX
         };
         (
             coalesced,
@@ -190,12 +193,9 @@ fn reverse_loop(s: &LoopStmt, i: usize) -> Option<LoopStmt> {
 /// ViT's 16x16 patches it lost their register blocks; an Im2Col 2x2 of stride 1, whose
 /// second pass reads the same lines shifted by one element, ran 10-15% slower. Those keep
 /// the destination's order, as do kernels that stay in the caches.
-const FAR_BYTES: u64 = 1 << 20;
+const BEYOND_L2_BYTES: u64 = 1 << 20;
 
-/// Bytes of a cache line.
-const LINE: u64 = 64;
-
-/// See [`FAR_BYTES`].
+/// See [`BEYOND_L2_BYTES`].
 const MAX_WRITE_STREAMS: u64 = 4;
 
 /// How many places a loop order writes at once: for the outermost loop that steps the

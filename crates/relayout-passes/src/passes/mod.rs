@@ -32,6 +32,9 @@ pub use tile_transposes::TileTransposes;
 
 use relayout_ir::Loop;
 
+/// Bytes of a cache line on the machines the passes' measurements were made on (x86-64).
+pub(crate) const LINE: u64 = 64;
+
 /// `l` with `extent` iterations, each stepping `by` of its old iterations: the outer half of
 /// a loop split in place (`tile-transposes`, `fuse-nests`), `None` if a stride overflows.
 pub(crate) fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {

@@ -67,7 +67,7 @@
 //! | line groups | not large; `f` to [`LINE_GROUP_LANES`] lanes whose rows do not fit L1 | `[l*r, x*f, l*f: r/f, l: f, x: f]` | [`LINE_GROUP_LANES`] |
 //! | strip | otherwise | `[l*f, .., l: f, x]` | the first paragraph |
 
-use super::scaled;
+use super::{scaled, LINE};
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::{Loop, LoopKernel, LoopStmt};
@@ -198,6 +198,7 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         overlapping(last)
     } else if large {
         let r = LINE / s.bytes;
+        let lanes = lane_block(s, &l);
         if !x.extent.is_multiple_of(r) {
             parts(last, x.extent - x.extent % r)
         } else if walks {
@@ -206,10 +207,10 @@ fn tile_or_split(s: &LoopStmt, f: u64) -> Vec<LoopStmt> {
         } else if block_rows(l.extent).is_none() && l.extent > BLOCK_ROWS[0] {
             parts(j, l.extent - l.extent % BLOCK_ROWS[0])
         } else if block_rows(l.extent).is_none()
-            && x.extent > lane_block(s, &l)
-            && !x.extent.is_multiple_of(lane_block(s, &l))
+            && x.extent > lanes
+            && !x.extent.is_multiple_of(lanes)
         {
-            parts(last, x.extent - x.extent % lane_block(s, &l))
+            parts(last, x.extent - x.extent % lanes)
         } else {
             None
         }
@@ -560,10 +561,10 @@ const NARROW_PLANE: u64 = 1 << 20;
 const LANE_BLOCK: u64 = 64;
 
 /// Lane iterations per block instead of [`LANE_BLOCK`] for a statement that writes more than
-/// [`FAR_BYTES`] into destination rows a multiple of [`ALIASED_ROWS`] bytes apart (NHWC ->
-/// NCHW of power-of-two maps, NCHW -> NHWC of 2048 channels). Such rows map to the same few
-/// cache sets, and a block of 64 lanes writes 64 elements of each row in turn before moving
-/// on; 1024 lanes write each row 16 times longer at a time (the block's source rows, 32 KiB
+/// [`WIDE_LANES_MIN_BYTES`] into destination rows a multiple of [`ALIASED_ROWS`] bytes apart
+/// (NHWC -> NCHW of power-of-two maps, NCHW -> NHWC of 2048 channels). Such rows map to the
+/// same few cache sets, and a block of 64 lanes writes 64 elements of each row in turn before
+/// moving on; 1024 lanes write each row 16 times longer at a time (the block's source rows, 32 KiB
 /// to 128 KiB, are read again from L2 for each group of rows). `relayout bench --op` and
 /// `--ir`, two interleaved rounds each, kernel / memcpy time: NHWC -> NCHW of 8x224x224x32
 /// f32 2.38-2.40 -> 1.74-1.78 (256 lanes: 1.97-2.05; all 50176 lanes at once: 2.87-2.96),
@@ -578,13 +579,13 @@ const WIDE_LANE_BLOCK: u64 = 1024;
 const ALIASED_ROWS: i64 = 2048;
 
 /// See [`WIDE_LANE_BLOCK`]: more than a core's share of the last-level cache.
-const FAR_BYTES: u64 = 8 << 20;
+const WIDE_LANES_MIN_BYTES: u64 = 8 << 20;
 
 /// The lanes of a block of `s` blocked along its lane loop, `l` its source-contiguous loop
 /// (whose destination stride is the distance between destination rows): see
 /// [`LANE_BLOCK`] and [`WIDE_LANE_BLOCK`].
 fn lane_block(s: &LoopStmt, l: &Loop) -> u64 {
-    let far = s.trip_count().saturating_mul(s.bytes) > FAR_BYTES;
+    let far = s.trip_count().saturating_mul(s.bytes) > WIDE_LANES_MIN_BYTES;
     if far && l.dst_stride != 0 && l.dst_stride % ALIASED_ROWS == 0 {
         WIDE_LANE_BLOCK
     } else {
@@ -631,9 +632,6 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     }
     a
 }
-
-/// Bytes of a cache line: a group of source rows writes one line of each destination row.
-const LINE: u64 = 64;
 
 /// Planes of more bytes than this are cache-blocked (half of a 512 KiB L2).
 const L2_PLANE: u64 = 256 << 10;
