@@ -75,6 +75,7 @@ fn random_kernel(rng: &mut Rng) -> LoopKernel {
                 },
                 dst_offset: 0,
                 loops: vec![],
+                window: None,
             });
             continue;
         }
@@ -123,6 +124,7 @@ fn random_kernel(rng: &mut Rng) -> LoopKernel {
             src_offset,
             dst_offset,
             loops,
+            window: None,
         });
     }
     LoopKernel {
@@ -281,6 +283,7 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
             src_offset: if reads { es * rng.below(8) as i64 } else { 0 },
             dst_offset: within,
             loops,
+            window: None,
         }
     };
     let before = rng.below(3) as usize;

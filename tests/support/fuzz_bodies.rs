@@ -25,7 +25,7 @@ pub mod movement;
 use guarded::{Guard, GuardedBuf};
 use relayout::ir::{
     interpret, interpret_loops, parse_any, verify_kernel, verify_loop_kernel, Action, AnyKernel,
-    DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType,
+    DType, Loop, LoopAction, LoopKernel, LoopStmt, TensorType, Window,
 };
 use relayout::{compile, compile_chain, AttrValue, Attrs, ChainError, Op, PadValue};
 
@@ -1080,7 +1080,58 @@ pub fn tight_loop_kernel(inp: &mut Input) -> LoopKernel {
             src_offset: -src_lo,
             dst_offset: -dst_lo,
             loops,
+            window: None,
         };
+        if action == LoopAction::Accumulate && inp.one_in(3) {
+            // Terms that each add to a sliding window of the run (a Col2Im row's kernel
+            // positions), over an innermost reduction loop; the source is then sized to the
+            // windows alone, so that a load outside a window lands on a guard page.
+            let reduction = Loop {
+                extent: inp.urange(1, 5),
+                src_stride: inp.range(-12, 12) * e,
+                dst_stride: 0,
+            };
+            let start = inp.range(-3, elems) * e;
+            let window = Window {
+                start,
+                end: start + inp.range(1, elems + 3) * e,
+                step: inp.range(-3, 3) * e,
+            };
+            stmt.loops.push(reduction);
+            stmt.window = Some(window);
+            if verify_loop_kernel(&LoopKernel {
+                bands: Vec::new(),
+                name: "w".into(),
+                src: TensorType::new(dtype, [1 << 20]),
+                dst: TensorType::new(dtype, [1 << 20]),
+                stmts: vec![LoopStmt {
+                    src_offset: 1 << 18,
+                    dst_offset: 0,
+                    ..stmt.clone()
+                }],
+            })
+            .is_ok()
+            {
+                // The lowest and highest source byte the windows read.
+                let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+                for k in 0..reduction.extent {
+                    let (a, b) = window.at(k, bytes as u64).unwrap();
+                    if a < b {
+                        let shift = reduction.src_stride * k as i64;
+                        lo = lo.min(src_lo + shift + a as i64);
+                        hi = hi.max(src_hi + shift + b as i64);
+                    }
+                }
+                stmt.src_offset = -lo;
+                src_end = src_end.max(hi - lo);
+                dst_end = dst_end.max(dst_hi - dst_lo + bytes);
+                stmts.push(stmt);
+                continue;
+            }
+            // Windows that leave part of the run uncovered: a plain reduction loop instead.
+            stmt.window = None;
+            stmt.loops.pop();
+        }
         if action.is_fill() {
             // A fill does not read the source; the verifier wants its source terms zero.
             stmt.src_offset = 0;

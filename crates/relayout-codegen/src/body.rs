@@ -24,6 +24,8 @@ pub(crate) struct Body {
     /// For [`Op::Sum`]: a run is a row of every other element, of one phase or two (see
     /// `phases.rs`).
     row: Option<Row>,
+    /// For [`Op::Sum`] with a window: the run bytes each term adds (see `sum.rs`).
+    windows: Option<Vec<(u64, u64)>>,
 }
 
 #[derive(Clone, Copy)]
@@ -70,6 +72,7 @@ impl Body {
             terms: Vec::new(),
             zero: false,
             row: None,
+            windows: None,
         })
     }
 
@@ -97,6 +100,7 @@ impl Body {
             terms,
             zero,
             row: None,
+            windows: None,
         })
     }
 
@@ -104,6 +108,11 @@ impl Body {
     /// (`phases.rs`; sums from +0.0 only).
     pub fn in_rows(self, row: Option<Row>) -> Body {
         Body { row, ..self }
+    }
+
+    /// The sum body with each term adding only to its window of the run (`sum.rs`).
+    pub fn with_windows(self, windows: Option<Vec<(u64, u64)>>) -> Body {
+        Body { windows, ..self }
     }
 
     /// Whether the body writes with streaming stores, which need a fence before returning.
@@ -128,7 +137,10 @@ impl Body {
             // A sum of one term (a Col2Im whose windows do not overlap) costs what an add does;
             // sums of more terms are larger bodies.
             Op::Sum(adder) => {
-                self.terms.len() == 1 && self.row.is_none() && adder.is_small(self.bytes)
+                self.terms.len() == 1
+                    && self.row.is_none()
+                    && self.windows.is_none()
+                    && adder.is_small(self.bytes)
             }
         }
     }
@@ -144,6 +156,7 @@ impl Body {
                 self.zero
                     && self.terms.len() == 1
                     && self.row.is_none()
+                    && self.windows.is_none()
                     && !matches!(adder, Adder::Call(_))
             }
         }
@@ -191,7 +204,15 @@ impl Body {
             Op::Add(adder) => accumulate::emit_run(b, adder, self.bytes, src, dst),
             Op::Sum(adder) => match self.row {
                 Some(row) => phases::emit_row(b, adder, row, &self.terms, src, dst),
-                None => sum::emit_run(b, adder, self.zero, self.bytes, &self.terms, src, dst),
+                None => sum::emit_run(
+                    b,
+                    adder,
+                    self.zero,
+                    self.bytes,
+                    &self.terms,
+                    self.windows.as_deref(),
+                    (src, dst),
+                ),
             },
         }
     }

@@ -169,6 +169,7 @@ mod tests {
             src_offset: 0,
             dst_offset: 0,
             loops: vec![lp(16, 150528, 150528), lp(50176, 3, 1), lp(3, 1, 50176)],
+            window: None,
         }
     }
 

@@ -114,6 +114,30 @@ pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
                 ));
             }
         }
+        if stmt.window.is_some() {
+            let (from, stored) = match stmt.action {
+                LoopAction::Sum => ("from +0.0 ", "stored once, never loaded"),
+                _ => ("", "loaded once and stored once"),
+            };
+            return Some(match dtype {
+                DType::F16 | DType::BF16 => format!(
+                    "sums {from}of {terms} contributions per {} element (helper calls), each \
+                     element only of the contributions whose windows hold it, each run of \
+                     {bytes} bytes {stored}",
+                    dtype.name()
+                ),
+                _ => format!(
+                    "sums {from}of {terms} contributions in registers, each only over its window \
+                     of the run (a vector the window covers in part loaded inside the window and \
+                     completed by a shuffle with {}), each run of {bytes} bytes {stored}",
+                    if dtype.is_integer() || dtype == DType::Bool {
+                        "zeros"
+                    } else {
+                        "-0.0, which changes no sum"
+                    }
+                ),
+            });
+        }
         if stmt.action == LoopAction::Sum {
             return Some(match dtype {
                 DType::F16 | DType::BF16 => format!(

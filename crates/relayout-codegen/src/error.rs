@@ -48,10 +48,11 @@ pub enum CodegenError {
         /// What overflows (`the run length`, ...).
         what: &'static str,
     },
-    /// A sum from +0.0 whose reduction loops have more points than code generation unrolls
-    /// (`relayout_ir::MAX_SUM_TERMS`; the verifier's `sum-terms` check).
+    /// A sum from +0.0, or an accumulation with a window, whose reduction loops have more
+    /// points than code generation unrolls (`relayout_ir::MAX_SUM_TERMS`; the verifier's
+    /// `sum-terms` check).
     #[error(
-        "statement {stmt}: a sum from +0.0 adds more than {} terms per run",
+        "statement {stmt}: a sum from +0.0 or with a window adds more than {} terms per run",
         relayout_ir::MAX_SUM_TERMS
     )]
     SumTerms {

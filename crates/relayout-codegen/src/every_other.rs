@@ -133,6 +133,7 @@ mod tests {
             dst_offset: 0,
             src_offset: 0,
             loops: vec![lp(32768, 1024, 256), lp(64, 8, 4)],
+            window: None,
         }
     }
 

@@ -540,10 +540,11 @@ fn prepare<'s>(
     if let Some((outer, terms, row)) = summed {
         let zero = stmt.action == LoopAction::Sum;
         let body = Body::sum(b, zero, kernel.dtype(), stmt.bytes, terms, config, imports)?;
-        let body = body.in_rows(row);
+        let windows = sum::term_windows(stmt, stmt.loops.len() - stmt.reduction_loops());
+        let body = body.in_rows(row).with_windows(windows);
         return Ok((Cow::Owned(outer), body));
     }
-    if stmt.action == LoopAction::Sum {
+    if stmt.action == LoopAction::Sum || stmt.window.is_some() {
         return Err(CodegenError::SumTerms { stmt: index });
     }
     let stream = streams_in(kernel, index, stmt)?;

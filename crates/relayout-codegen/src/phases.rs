@@ -68,7 +68,10 @@ pub(crate) fn row(stmt: &LoopStmt, split: usize, dtype: DType) -> Option<Row> {
 /// [`row`] for elements of `size` bytes, whatever their type.
 pub(crate) fn row_shape(stmt: &LoopStmt, split: usize, size: u64) -> Option<Row> {
     let size = i64::try_from(size).ok()?;
-    if stmt.action != LoopAction::Sum || i64::try_from(stmt.bytes).ok()? != size {
+    if stmt.action != LoopAction::Sum
+        || stmt.window.is_some()
+        || i64::try_from(stmt.bytes).ok()? != size
+    {
         return None;
     }
     let is_row = |q: &Loop| q.src_stride == size && q.dst_stride == 2 * size && q.extent > 0;

@@ -1092,6 +1092,7 @@ mod tests {
                 lp(rows, width as i64 * e64, n as i64 * e64),
                 lp(n, step * e64, e64),
             ],
+            window: None,
         };
         (stmt, rows * width * e)
     }
@@ -1229,6 +1230,7 @@ mod tests {
                     lp(k as u64, e64, 2 * k * e64),
                     lp(2 * k as u64, 2 * k * e64, e64),
                 ],
+                window: None,
             };
             let size = (2 * k * 2 * k * e64) as u64;
             let plan = plan(&stmt, size).expect("a plan");

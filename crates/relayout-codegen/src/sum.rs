@@ -26,7 +26,9 @@ use crate::accumulate::Adder;
 use crate::loops::{clamped_loop, counted_loop, Count};
 use crate::mem::{load, store, Addr};
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 use relayout_ir::{DType, Loop, LoopAction, LoopStmt};
 
@@ -46,10 +48,11 @@ const INLINE_GROUPS: u64 = 1;
 const INLINE_ELEMENTS: u64 = 4;
 
 /// For an accumulate with innermost reduction loops, at least one other loop, and at most
-/// [`MAX_TERMS`] reduction points, or a sum from +0.0 with at most [`MAX_TERMS`] reduction
-/// points: the number of loops outside the reduction loops.
+/// [`MAX_TERMS`] reduction points, or a sum from +0.0 or an accumulate with a window with at
+/// most [`MAX_TERMS`] reduction points: the number of loops outside the reduction loops.
 pub(crate) fn reduction_split(stmt: &LoopStmt) -> Option<usize> {
-    if stmt.action == LoopAction::Sum {
+    // An accumulation with a window is always summed here (its terms add to parts of the run).
+    if stmt.action == LoopAction::Sum || stmt.window.is_some() {
         let split = stmt.loops.len() - stmt.reduction_loops();
         let points = stmt.loops[split..]
             .iter()
@@ -87,18 +90,36 @@ pub(crate) fn terms(reductions: &[Loop]) -> Option<Vec<i64>> {
     Some(out)
 }
 
+/// The run bytes `[lo, hi)` that each term of `stmt` adds (its [`relayout_ir::Window`] at the
+/// term's iteration of the innermost loop), in the order of [`terms`] over the reduction loops
+/// `stmt.loops[split..]`; `None` without a window or on overflow.
+pub(crate) fn term_windows(stmt: &LoopStmt, split: usize) -> Option<Vec<(u64, u64)>> {
+    let window = stmt.window?;
+    let inner = stmt.loops.last()?.extent;
+    let count = stmt.loops[split..]
+        .iter()
+        .try_fold(1u64, |n, l| n.checked_mul(l.extent))?;
+    (0..count)
+        .map(|j| window.at(j % inner, stmt.bytes))
+        .collect()
+}
+
 /// Emits `dst[..bytes] += src[t..t + bytes]` for every `t` of `terms` in order, with the
 /// destination read and written once; with `zero`, the sums start from +0.0 (zero bits) and
-/// the destination is only written.
+/// the destination is only written. With `windows` (one per term), each term adds only the
+/// bytes `[lo, hi)` of its window (see [`emit_windowed`]).
 pub(crate) fn emit_run(
     b: &mut FunctionBuilder,
     adder: Adder,
     zero: bool,
     bytes: u64,
     terms: &[i64],
-    src: Addr,
-    dst: Addr,
+    windows: Option<&[(u64, u64)]>,
+    (src, dst): (Addr, Addr),
 ) -> Result<(), CodegenError> {
+    if let Some(windows) = windows {
+        return emit_windowed(b, adder, zero, bytes, terms, windows, (src, dst));
+    }
     if terms.is_empty() {
         // Reduction loops without points: nothing is added, and nothing written.
         return Ok(());
@@ -174,17 +195,200 @@ pub(crate) fn emit_run(
     if tail {
         offsets.push(bytes as i64 - 16);
     }
+    for group in vector_groups(&offsets, tail) {
+        vectors(b, adder, zero, terms, src, dst, group);
+    }
+    Ok(())
+}
+
+/// A run whose terms add to windows of it (`windows[j]` for `terms[j]`): the bytes that every
+/// window covers (a multiple of the vector or element it is summed by) by the ordinary path,
+/// the bytes before and after them straight-line, each vector of a term that its window
+/// covers in part loaded from inside the window and completed by a neutral element (-0.0 for
+/// floats, which leaves every sum as it is, -0.0 and NaN included; 0 for integers). A term
+/// whose window misses a vector is not added to it at all. So each element receives exactly
+/// the additions of the terms whose windows hold it, in term order; the verifier's `window`
+/// check makes every element receive at least one, so an added -0.0 never meets a
+/// signalling NaN that no real addition would have quieted.
+fn emit_windowed(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    zero: bool,
+    bytes: u64,
+    terms: &[i64],
+    windows: &[(u64, u64)],
+    (src, dst): (Addr, Addr),
+) -> Result<(), CodegenError> {
+    let (terms, windows): (Vec<i64>, Vec<(u64, u64)>) = terms
+        .iter()
+        .zip(windows)
+        .filter(|(_, w)| w.0 < w.1)
+        .map(|(&t, &w)| (t, w))
+        .unzip();
+    let step = match adder {
+        Adder::Call(_) => u64::from(adder.lane().bytes()),
+        _ => 16,
+    };
+    let first = windows.iter().map(|w| w.0).max().unwrap_or(0);
+    let last = windows.iter().map(|w| w.1).min().unwrap_or(bytes);
+    let head = first.div_ceil(step) * step;
+    let tail = (bytes - last.min(bytes)).div_ceil(step) * step;
+    if head + tail + step <= bytes {
+        let middle = bytes - head - tail;
+        // Offsets inside a verified run: the wrapping add never wraps.
+        let at = |a: Addr, delta: u64| Addr::new(a.base, a.offset.wrapping_add(delta as i64));
+        straight(b, adder, zero, (0, head), &terms, &windows, (src, dst));
+        emit_run(
+            b,
+            adder,
+            zero,
+            middle,
+            &terms,
+            None,
+            (at(src, head), at(dst, head)),
+        )?;
+        straight(
+            b,
+            adder,
+            zero,
+            (head + middle, bytes),
+            &terms,
+            &windows,
+            (src, dst),
+        );
+    } else {
+        straight(b, adder, zero, (0, bytes), &terms, &windows, (src, dst));
+    }
+    Ok(())
+}
+
+/// The run bytes `[from, to)` of [`emit_windowed`] summed straight-line: by vectors (the
+/// last overlapping the one before it when the part is not a whole number of them, in its
+/// group), or element by element for parts shorter than a vector and for f16 and bf16.
+fn straight(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    zero: bool,
+    (from, to): (u64, u64),
+    terms: &[i64],
+    windows: &[(u64, u64)],
+    (src, dst): (Addr, Addr),
+) {
+    if from >= to {
+        return;
+    }
+    let size = u64::from(adder.lane().bytes());
+    if matches!(adder, Adder::Call(_)) || to - from < 16 {
+        for at in (from..to).step_by(size as usize) {
+            let held: Vec<i64> = terms
+                .iter()
+                .zip(windows)
+                .filter(|(_, w)| w.0 <= at && at < w.1)
+                .map(|(&t, _)| t)
+                .collect();
+            element(b, adder, zero, &held, (src, at as i64), (dst, at as i64));
+        }
+        return;
+    }
+    let mut offsets: Vec<i64> = (from..to - 15).step_by(16).map(|o| o as i64).collect();
+    let overlap = (to - from) % 16 != 0;
+    if overlap {
+        offsets.push(to as i64 - 16);
+    }
+    for group in vector_groups(&offsets, overlap) {
+        let ty = adder.vector();
+        let start = zero.then(|| zeros(b, ty));
+        let mut acc: Vec<_> = group
+            .iter()
+            .map(|&o| start.unwrap_or_else(|| load(b, ty, dst, o)))
+            .collect();
+        for (&t, &(lo, hi)) in terms.iter().zip(windows) {
+            for (a, &o) in acc.iter_mut().zip(group) {
+                let (o_lo, o_hi) = (o as u64, o as u64 + 16);
+                if hi <= o_lo || o_hi <= lo {
+                    continue;
+                }
+                let x = if lo <= o_lo && o_hi <= hi {
+                    load(b, ty, src, t + o)
+                } else {
+                    windowed_vector(b, adder, src, t, o_lo, (lo, hi))
+                };
+                *a = adder.add_vectors(b, *a, x);
+            }
+        }
+        for (a, &o) in acc.into_iter().zip(group) {
+            store(b, a, dst, o);
+        }
+    }
+}
+
+/// The groups of [`GROUP`] vectors of a straight-line run at `offsets`; with `overlap`, the
+/// last vector overlaps the one before it and joins its group, so that both are summed from
+/// the destination as it was before either is stored.
+fn vector_groups(offsets: &[i64], overlap: bool) -> Vec<&[i64]> {
     let mut groups: Vec<&[i64]> = offsets.chunks(GROUP as usize).collect();
-    if tail && groups.len() >= 2 && groups[groups.len() - 1].len() == 1 {
-        // The overlapping vector joins the group of the vector it overlaps.
+    if overlap && groups.len() >= 2 && groups[groups.len() - 1].len() == 1 {
         groups.pop();
         let last = groups.len() - 1;
         groups[last] = &offsets[offsets.len() - groups[last].len() - 1..];
     }
-    for group in groups {
-        vectors(b, adder, zero, terms, src, dst, group);
+    groups
+}
+
+/// The vector of term `t` at run bytes `[at, at + 16)`, which its window `[lo, hi)` covers in
+/// part: the bytes inside the window from the source, the others the neutral element. Only
+/// bytes inside the window are read: one vector load inside it when it spans a vector, shifted
+/// into place by a shuffle, else element by element.
+fn windowed_vector(
+    b: &mut FunctionBuilder,
+    adder: Adder,
+    src: Addr,
+    t: i64,
+    at: u64,
+    (lo, hi): (u64, u64),
+) -> Value {
+    let ty = adder.vector();
+    let lane = adder.lane();
+    let neutral = match adder {
+        Adder::Float(f) => {
+            let z = if f == types::F32 {
+                b.ins().f32const(-0.0)
+            } else {
+                b.ins().f64const(-0.0)
+            };
+            b.ins().splat(ty, z)
+        }
+        _ => zeros(b, ty),
+    };
+    let held = |pos: u64| lo <= pos && pos < hi;
+    if hi - lo < 16 {
+        let size = u64::from(lane.bytes());
+        let mut v = neutral;
+        for l in 0..16 / size {
+            let pos = at + l * size;
+            if held(pos) {
+                let x = load(b, lane, src, t + pos as i64);
+                v = b.ins().insertlane(v, x, l as u8);
+            }
+        }
+        return v;
     }
-    Ok(())
+    let from = if lo > at { lo } else { hi - 16 };
+    let loaded = load(b, types::I8X16, src, t + from as i64);
+    let mask: Vec<u8> = (0..16u64)
+        .map(|i| {
+            if held(at + i) {
+                (at + i - from) as u8
+            } else {
+                16 + i as u8
+            }
+        })
+        .collect();
+    let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+    let filler = b.ins().bitcast(types::I8X16, flags, neutral);
+    let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
+    let v = b.ins().shuffle(loaded, filler, imm);
+    b.ins().bitcast(ty, flags, v)
 }
 
 /// Sums the vectors at `offsets` over every term: all loaded, then all added, then all
@@ -301,12 +505,16 @@ pub struct SumRuns {
 
 impl SumRuns {
     /// `stmt`'s sums over `dtype`, when the helper runs them: an accumulate of f16 or bf16
-    /// whose loops are not empty and whose reduction loops have at most
+    /// without a window whose loops are not empty and whose reduction loops have at most
     /// [`relayout_ir::MAX_SUM_TERMS`] points, but not a sum from +0.0 of one term per run
     /// (generated code makes those without calls).
     pub fn of(stmt: &LoopStmt, dtype: DType) -> Option<SumRuns> {
         let dtype = HalfFloat::of(dtype)?;
-        if !stmt.action.is_accumulate() || stmt.loops.iter().any(|l| l.extent == 0) {
+        // The helper adds whole runs: a statement with a window is generated code.
+        if !stmt.action.is_accumulate()
+            || stmt.window.is_some()
+            || stmt.loops.iter().any(|l| l.extent == 0)
+        {
             return None;
         }
         let split = stmt.loops.len() - stmt.reduction_loops();

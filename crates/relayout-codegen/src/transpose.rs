@@ -168,6 +168,7 @@ mod tests {
             dst_offset: 0,
             src_offset: 0,
             loops,
+            window: None,
         }
     }
 

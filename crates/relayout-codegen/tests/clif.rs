@@ -16,6 +16,7 @@ fn kernel(dtype: DType, action: LoopAction, bytes: u64, loops: Vec<Loop>) -> Loo
             src_offset: 0,
             dst_offset: 0,
             loops,
+            window: None,
         }],
     }
 }
@@ -42,6 +43,7 @@ fn clif_text_prints_the_kernel_function_after_its_schedule() {
         src_offset: 16,
         dst_offset: 0,
         loops: vec![],
+        window: None,
     });
     let text = clif_text(&k).unwrap();
     // One function, with the kernel signature (an entry argument before start and end).

@@ -360,6 +360,7 @@ mod tests {
                     dst_stride,
                 })
                 .collect(),
+            window: None,
         }
     }
 

@@ -271,11 +271,32 @@ fn run_loop_stmt(
                 dst[d].copy_from_slice(&src[s]);
             }
             LoopAction::Accumulate | LoopAction::Sum => {
-                let s = range(
-                    offset(stmt.src_offset, &|i| stmt.loops[i].src_stride),
-                    src.len(),
-                    "source",
-                )?;
+                // With a window, the term adds (and reads) only the run bytes of its window.
+                let (lo, hi) = match (stmt.window, counters.last()) {
+                    (None, _) => (0, bytes),
+                    (Some(w), Some(&k)) => w
+                        .at(k, stmt.bytes)
+                        .map(|(lo, hi)| (lo as usize, hi as usize))
+                        .ok_or_else(|| err(format!("statement {si}: window overflows")))?,
+                    (Some(_), None) => {
+                        return Err(err(format!("statement {si}: a window without loops")))
+                    }
+                };
+                let s = offset(stmt.src_offset, &|i| stmt.loops[i].src_stride)
+                    .and_then(|o| o.checked_add(lo as i64))
+                    .and_then(|o| usize::try_from(o).ok())
+                    .filter(|&o| o.checked_add(hi - lo).is_some_and(|end| end <= src.len()))
+                    .map(|o| o..o + (hi - lo))
+                    // An empty window reads nothing, wherever its offset lies.
+                    .or((lo == hi).then_some(0..0))
+                    .ok_or_else(|| {
+                        err(format!(
+                            "statement {si}: source run of {} bytes leaves its {}-byte buffer at \
+                             {counters:?}",
+                            hi - lo,
+                            src.len()
+                        ))
+                    })?;
                 if stmt.action == LoopAction::Sum {
                     // The first point of the reduction loops starts the sums from +0.0.
                     let reductions = stmt.reduction_loops();
@@ -286,7 +307,7 @@ fn run_loop_stmt(
                         dst[d.clone()].fill(0);
                     }
                 }
-                for (a, x) in dst[d]
+                for (a, x) in dst[d.start + lo..d.start + hi]
                     .chunks_exact_mut(esize)
                     .zip(src[s].chunks_exact(esize))
                 {
@@ -359,6 +380,7 @@ mod tests {
                         dst_stride: 1,
                     },
                 ],
+                window: None,
             }],
         };
         let mut dst = [0u8; 6];
@@ -385,6 +407,7 @@ mod tests {
                     src_stride: 0,
                     dst_stride: 0,
                 }],
+                window: None,
             }],
         };
         let src: Vec<u8> = [3i16, -4].iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -93,6 +93,43 @@ pub struct LoopStmt {
     pub dst_offset: i64,
     /// Outermost first.
     pub loops: Vec<Loop>,
+    /// For an accumulation whose terms each add to part of the run: the part, which slides
+    /// with the innermost loop (see [`Window`]). `None`: every term adds to the whole run.
+    pub window: Option<Window>,
+}
+
+/// The bytes of its run that each term of an accumulation adds to, when they differ from term
+/// to term: the term at iteration `k` of the innermost loop (a reduction loop) adds only the
+/// source elements at run bytes `[start + step * k, end + step * k)`, clamped to the run;
+/// the elements of the run outside that range receive nothing from it. Printed after the
+/// source, `within bytes START + STEP * iN to END + STEP * iN` (`iN` the innermost loop).
+///
+/// This is how a Col2Im sums a whole output row at once: a kernel position `kw` shifts its
+/// source row by `kw` elements against the output row, so at the row's ends some positions
+/// have no element to add. Without windows the row's ends would be cells of their own, summed
+/// element by element. The source bytes outside a term's window are not read (they may lie
+/// outside the source), and the verifier requires every byte of the run to be inside some
+/// term's window.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Window {
+    /// Run byte where the window of iteration 0 starts (before clamping; may be negative).
+    pub start: i64,
+    /// Run byte where the window of iteration 0 ends (before clamping; may pass the run).
+    pub end: i64,
+    /// Bytes both ends move per iteration of the innermost loop (may be negative or 0).
+    pub step: i64,
+}
+
+impl Window {
+    /// The run bytes `[lo, hi)` that iteration `k` of the innermost loop adds in a run of
+    /// `bytes` bytes (`lo == hi` when none), or `None` when the arithmetic overflows.
+    pub fn at(&self, k: u64, bytes: u64) -> Option<(u64, u64)> {
+        let shift = self.step.checked_mul(i64::try_from(k).ok()?)?;
+        let len = i64::try_from(bytes).ok()?;
+        let lo = self.start.checked_add(shift)?.clamp(0, len);
+        let hi = self.end.checked_add(shift)?.clamp(0, len);
+        Some((lo as u64, (hi.max(lo)) as u64))
+    }
 }
 
 /// The most points the reduction loops of an `accumulate ... = 0 + ...` ([`LoopAction::Sum`])

@@ -29,7 +29,7 @@
 
 use crate::{
     Action, AffineExpr, Band, Constraint, DType, DimRange, Kernel, Loop, LoopAction, LoopKernel,
-    LoopStmt, Scalar, Stmt, TensorType,
+    LoopStmt, Scalar, Stmt, TensorType, Window,
 };
 use std::fmt::Write;
 
@@ -1080,6 +1080,16 @@ impl<'a> Parser<'a> {
                 (LoopAction::Fill { value }, 0, Vec::new())
             }
         };
+        let window = if action.is_accumulate() && self.peek_is_word("within")? {
+            self.next()?;
+            self.expect_word("bytes")?;
+            let (start, start_term) = self.window_bound()?;
+            self.expect_word("to")?;
+            let (end, end_term) = self.window_bound()?;
+            Some((start, start_term, end, end_term))
+        } else {
+            None
+        };
         let extents = if self.peek_is_word("for")? {
             self.next()?;
             self.loops()?
@@ -1087,6 +1097,12 @@ impl<'a> Parser<'a> {
             Vec::new()
         };
         self.check_declared(extents.len(), 'i')?;
+        let window = match window {
+            None => None,
+            Some((start, start_term, end, end_term)) => {
+                Some(window_of(extents.len(), start, start_term, end, end_term)?)
+            }
+        };
         let mut loops: Vec<Loop> = extents
             .into_iter()
             .map(|extent| Loop {
@@ -1112,7 +1128,26 @@ impl<'a> Parser<'a> {
             src_offset,
             dst_offset,
             loops,
+            window,
         })
+    }
+
+    /// One end of a window, `START [(+ | -) STEP * iN]`: the bytes at iteration 0 and the
+    /// step with the counter that carries it (`None` for a step of 0).
+    fn window_bound(&mut self) -> Result<(i64, Option<(i64, Token)>), ParseError> {
+        let at = self.signed("the window's first byte or end")?;
+        let minus = if self.peek_is_punct("+")? {
+            false
+        } else if self.peek_is_punct("-")? {
+            true
+        } else {
+            return Ok((at, None));
+        };
+        let sign = self.next()?;
+        let step = self.stride(minus, &sign)?;
+        self.expect_punct("*")?;
+        let var = self.next()?;
+        Ok((at, Some((step, var))))
     }
 
     /// `%name[OFF (('+' | '-') S '*' iN)*]`: the offset and the (loop, stride) terms. A loop
@@ -1179,6 +1214,47 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+/// The window `within bytes START [+ STEP * iN] to END [+ STEP * iN]` of a statement of `loops`
+/// loops: both ends step by the same bytes, with the innermost loop's counter.
+fn window_of(
+    loops: usize,
+    start: i64,
+    start_term: Option<(i64, Token)>,
+    end: i64,
+    end_term: Option<(i64, Token)>,
+) -> Result<Window, ParseError> {
+    let step = |term: &Option<(i64, Token)>| -> Result<i64, ParseError> {
+        let Some((step, var)) = term else {
+            return Ok(0);
+        };
+        match counter_index(var, 'i') {
+            Some(i) if i + 1 == loops => Ok(*step),
+            _ if loops == 0 => Err(error_at(
+                var,
+                "a window steps with the innermost loop, and this statement has no loop",
+            )),
+            _ => Err(unexpected(
+                var,
+                &format!("i{} (a window steps with the innermost loop)", loops - 1),
+            )),
+        }
+    };
+    let (a, b) = (step(&start_term)?, step(&end_term)?);
+    if let (true, Some((_, tok))) = (a != b, end_term.as_ref().or(start_term.as_ref())) {
+        return Err(error_at(
+            tok,
+            format!(
+                "the two ends of a window step by the same bytes per iteration, not {a} and {b}"
+            ),
+        ));
+    }
+    Ok(Window {
+        start,
+        end,
+        step: a,
+    })
 }
 
 /// `e` as an operand of `*` in a message: parenthesised unless it is a dim or a constant.

@@ -272,6 +272,18 @@ impl LoopStmt {
                 src(f)?;
             }
         }
+        if let Some(w) = self.window {
+            let innermost = self.loops.len().saturating_sub(1);
+            let bound = |f: &mut Formatter<'_>, at: i64| match w.step {
+                0 => write!(f, "{at}"),
+                s if s < 0 && s != i64::MIN => write!(f, "{at} - {} * i{innermost}", -s),
+                s => write!(f, "{at} + {s} * i{innermost}"),
+            };
+            f.write_str(" within bytes ")?;
+            bound(f, w.start)?;
+            f.write_str(" to ")?;
+            bound(f, w.end)?;
+        }
         if !self.loops.is_empty() {
             write!(f, "\n{CONTINUATION}for ")?;
             for (i, l) in self.loops.iter().enumerate() {
@@ -443,6 +455,7 @@ mod tests {
                         dst_stride: 4,
                     },
                 ],
+                window: None,
             }],
         };
         assert_eq!(

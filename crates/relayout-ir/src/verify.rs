@@ -46,11 +46,17 @@
 //! - `sum-terms`: an `accumulate ... = 0 + ...` (a sum from +0.0) has at most
 //!   [`crate::MAX_SUM_TERMS`] points in its reduction loops (its innermost loops of destination
 //!   stride 0), which code generation unrolls.
+//! - `window`: a statement with a window ([`crate::Window`]) is an accumulation whose innermost
+//!   loop is a reduction loop (destination stride 0) of at most [`crate::MAX_SUM_TERMS`]
+//!   iterations; the window's ends and step are multiples of the element size, and every byte
+//!   of the run lies in the window of at least one iteration (so code generation may add -0.0,
+//!   which changes nothing, where a term has no element).
 //! - `in-bounds`: exact. Over all points of the nest (none when an extent is 0), the lowest
 //!   byte offset of each operand is `offset + sum(min(0, stride * (extent - 1)))` and the
 //!   highest `offset + sum(max(0, stride * (extent - 1)))`; the lowest must be at least 0 and
 //!   the highest plus the run length at most the operand's byte size. The source is not checked
-//!   for a fill. Any overflow of `i64` on the way is an error.
+//!   for a fill. With a window, the source is checked per iteration of the innermost loop over
+//!   the bytes of its window only. Any overflow of `i64` on the way is an error.
 //!
 //! Loop kernels, per band:
 //!
@@ -708,6 +714,9 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
             );
         }
     }
+    let window_ok = stmt
+        .window
+        .is_none_or(|w| check_window(stmt, w, esize, diags));
     if stmt.loops.iter().any(|l| l.extent == 0) {
         return;
     }
@@ -719,15 +728,126 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
         |l| l.dst_stride,
         diags,
     );
-    if reads_src {
-        check_run_in_bounds(
+    match stmt.window {
+        Some(w) if reads_src && window_ok => check_windows_in_bounds(&kernel.src, stmt, w, diags),
+        Some(_) => {}
+        None if reads_src => check_run_in_bounds(
             "source",
             &kernel.src,
             stmt.src_offset,
             stmt,
             |l| l.src_stride,
             diags,
+        ),
+        None => {}
+    }
+}
+
+/// The `window` check (see the module documentation); whether it passed.
+fn check_window(stmt: &LoopStmt, w: crate::Window, esize: u64, diags: &mut Diagnostics) -> bool {
+    let before = diags.list.len();
+    let innermost = stmt.loops.last();
+    if !stmt.action.is_accumulate() {
+        diags.error("window", "only an accumulation has a window");
+    }
+    match innermost {
+        Some(l) if l.dst_stride == 0 && l.extent <= MAX_SUM_TERMS => {}
+        Some(l) if l.dst_stride == 0 => diags.error(
+            "window",
+            format!(
+                "a window's innermost loop has at most {MAX_SUM_TERMS} iterations, not {}",
+                l.extent
+            ),
+        ),
+        _ => diags.error(
+            "window",
+            "a window steps with the innermost loop, which must be a reduction loop \
+             (destination stride 0)",
+        ),
+    }
+    let esize = i64::try_from(esize).unwrap_or(i64::MAX);
+    if [w.start, w.end, w.step].iter().any(|v| v % esize != 0) {
+        diags.error(
+            "window",
+            format!(
+                "window {} to {} stepping by {} is not in whole elements of {esize} bytes",
+                w.start, w.end, w.step
+            ),
         );
+    }
+    if diags.list.len() > before {
+        return false;
+    }
+    // Every byte of the run in the window of some iteration: merge the windows in order of
+    // their first byte.
+    let extent = innermost.map_or(0, |l| l.extent);
+    let windows: Option<Vec<(u64, u64)>> = (0..extent).map(|k| w.at(k, stmt.bytes)).collect();
+    let Some(mut windows) = windows else {
+        diags.error("window", "the window's bytes overflow i64");
+        return false;
+    };
+    windows.sort_unstable();
+    let covered = windows
+        .iter()
+        .try_fold(0u64, |end, &(lo, hi)| (lo <= end).then_some(end.max(hi)));
+    if extent > 0 && covered != Some(stmt.bytes) {
+        diags.error(
+            "window",
+            format!(
+                "the windows of the {extent} iterations leave bytes of the {}-byte run uncovered",
+                stmt.bytes
+            ),
+        );
+        return false;
+    }
+    true
+}
+
+/// `in-bounds` for the source of a statement with a window: each iteration of the innermost
+/// loop reads only its window of each run.
+fn check_windows_in_bounds(
+    ty: &TensorType,
+    stmt: &LoopStmt,
+    w: crate::Window,
+    diags: &mut Diagnostics,
+) {
+    let Ok(size) = ty.size_bytes() else {
+        return;
+    };
+    let Some((last, outer)) = stmt.loops.split_last() else {
+        return;
+    };
+    let Some((lo, hi)) = offset_range(stmt.src_offset, outer, |l| l.src_stride) else {
+        diags.error("in-bounds", "source byte offsets overflow i64");
+        return;
+    };
+    for k in 0..last.extent {
+        let bounds = w.at(k, stmt.bytes).and_then(|(a, b)| {
+            let shift = last.src_stride.checked_mul(i64::try_from(k).ok()?)?;
+            let first = lo.checked_add(shift)?.checked_add(i64::try_from(a).ok()?)?;
+            let end = hi.checked_add(shift)?.checked_add(i64::try_from(b).ok()?)?;
+            Some((a == b, first, end))
+        });
+        match bounds {
+            None => {
+                diags.error("in-bounds", "source byte offsets overflow i64");
+                return;
+            }
+            Some((true, _, _)) => {}
+            Some((false, first, end))
+                if first < 0 || u64::try_from(end).is_ok_and(|e| e > size) =>
+            {
+                diags.error(
+                    "in-bounds",
+                    format!(
+                        "source windows of iteration {k} of the innermost loop cover byte \
+                         offsets [{first}, {end}), outside the {size} bytes of {ty}"
+                    ),
+                );
+                return;
+            }
+            Some(_) => {}
+        }
     }
 }
 

@@ -471,6 +471,7 @@ fn empty_nests_are_trivially_in_bounds() {
                     dst_stride: 1,
                 },
             ],
+            window: None,
         }],
     };
     assert_eq!(verify_loop_kernel(&k), Ok(()));

@@ -55,6 +55,7 @@ fn stmt(bytes: u64, loops: Vec<Loop>) -> LoopStmt {
         src_offset: 0,
         dst_offset: 0,
         loops,
+        window: None,
     }
 }
 

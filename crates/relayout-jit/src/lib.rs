@@ -31,6 +31,7 @@
 //!             Loop { extent: 3, src_stride: 1, dst_stride: 2 },
 //!             Loop { extent: 2, src_stride: 3, dst_stride: 1 },
 //!         ],
+//!         window: None,
 //!     }],
 //! };
 //! let compiled = CompiledKernel::compile(&kernel)?;

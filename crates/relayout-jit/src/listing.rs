@@ -58,6 +58,7 @@ pub const HAS_DISASSEMBLER: bool = cfg!(feature = "disas");
 ///             Loop { extent: 3, src_stride: 1, dst_stride: 2 },
 ///             Loop { extent: 2, src_stride: 3, dst_stride: 1 },
 ///         ],
+///         window: None,
 ///     }],
 /// };
 /// let text = machine_code_text(&kernel, Listing::VCode)?;

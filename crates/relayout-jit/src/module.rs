@@ -1012,6 +1012,7 @@ mod tests {
                     dst_stride,
                 })
                 .collect(),
+            window: None,
         }
     }
 
@@ -1103,6 +1104,7 @@ mod tests {
                     src_offset: k as i64,
                     dst_offset: k as i64,
                     loops: Vec::new(),
+                    window: None,
                 })
                 .collect();
             let kernel = LoopKernel {
@@ -1171,6 +1173,7 @@ mod tests {
                 src_offset: 0,
                 dst_offset: 0,
                 loops,
+                window: None,
             }],
             bands: Vec::new(),
         };

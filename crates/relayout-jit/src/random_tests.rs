@@ -101,6 +101,7 @@ fn kernel(dtype: DType, shapes: Vec<Shape>) -> LoopKernel {
             src_offset,
             dst_offset,
             loops: s.loops,
+            window: None,
         });
     }
     LoopKernel {
@@ -226,6 +227,7 @@ fn a_short_outer_loop_splits_through_the_wide_variant_or_collapsed() {
                     dst_stride: 8,
                 },
             ],
+            window: None,
         }],
         bands: vec![],
     };

@@ -22,6 +22,7 @@ fn reverse(dtype: DType, n: u64) -> LoopKernel {
                 src_stride: -e,
                 dst_stride: e,
             }],
+            window: None,
         }],
     }
 }

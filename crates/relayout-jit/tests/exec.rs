@@ -20,6 +20,7 @@ fn stmt(
         src_offset,
         dst_offset,
         loops,
+        window: None,
     }
 }
 

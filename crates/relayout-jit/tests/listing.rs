@@ -18,6 +18,7 @@ fn fill_then_accumulate_f16() -> LoopKernel {
             src_stride: if action.is_fill() { 0 } else { bytes as i64 },
             dst_stride: bytes as i64,
         }],
+        window: None,
     };
     LoopKernel {
         bands: Vec::new(),

@@ -29,6 +29,7 @@ fn dropped_kernels_release_their_code() {
                     src_stride: 4,
                     dst_stride: 4
                 }],
+                window: None,
             };
             3
         ],

@@ -37,6 +37,7 @@ fn kernel(dtype: DType, run: u64, loops: Vec<Loop>, slack: (i64, i64)) -> LoopKe
             src_offset: so,
             dst_offset: dof,
             loops,
+            window: None,
         }],
     }
 }
@@ -275,6 +276,7 @@ fn gather(dtype: DType, rows: u64, width: u64, start: i64, step: i64, n: u64) ->
             src_offset: start * e,
             dst_offset: 0,
             loops: vec![lp(rows, width as i64 * e, n as i64 * e), lp(n, step * e, e)],
+            window: None,
         }],
     }
 }
@@ -362,6 +364,7 @@ fn square_blocks(dtype: DType, rows: u64, cols: u64) -> LoopKernel {
                 lp(f, e, r * e),
                 lp(rows, c * e, e),
             ],
+            window: None,
         }],
     }
 }

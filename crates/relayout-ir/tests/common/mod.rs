@@ -145,6 +145,7 @@ fn loop_stmt(
                 ..l
             })
             .collect(),
+        window: None,
     }
 }
 

@@ -54,7 +54,8 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
         s.loops
             .retain(|l| l.dst_stride != 0 || (reads && l.src_stride != 0));
     }
-    while merge_adjacent(&mut s, reads) || merge_into_run(&mut s, reads) {}
+    // A window is a part of the run: the run stays as it is.
+    while merge_adjacent(&mut s, reads) || (s.window.is_none() && merge_into_run(&mut s, reads)) {}
     s.loops.extend(reductions);
     Some(s)
 }

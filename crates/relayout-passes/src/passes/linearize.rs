@@ -172,6 +172,7 @@ fn lower_stmt(s: &Stmt, src: &Operand, dst: &Operand, esize: u64) -> Result<Loop
         src_offset,
         dst_offset,
         loops,
+        window: None,
     })
 }
 

@@ -80,6 +80,7 @@ fn candidate(s: &LoopStmt, size: u64) -> bool {
         return false;
     };
     s.action == LoopAction::Sum
+        && s.window.is_none()
         && split >= 1
         && s.loops[split - 1].src_stride == size
         && s.loops[split - 1].dst_stride == 2 * size

@@ -161,11 +161,16 @@ fn merge_runs(group: &[&LoopStmt], depth: usize) -> Vec<LoopStmt> {
     out
 }
 
-/// The step `(dst, src)` from `a` to `b` when `b` is `a` moved by it: the same action, run
-/// and loops, a destination step other than zero, and at least `depth` loops (a band
+/// The step `(dst, src)` from `a` to `b` when `b` is `a` moved by it: the same action, run,
+/// loops and window, a destination step other than zero, and at least `depth` loops (a band
 /// member's shared ones) to put the new loop inside.
 fn translate(a: &LoopStmt, b: &LoopStmt, depth: usize) -> Option<(i64, i64)> {
-    if a.action != b.action || a.bytes != b.bytes || a.loops != b.loops || a.loops.len() < depth {
+    if a.action != b.action
+        || a.bytes != b.bytes
+        || a.loops != b.loops
+        || a.window != b.window
+        || a.loops.len() < depth
+    {
         return None;
     }
     let dst = b.dst_offset.checked_sub(a.dst_offset)?;

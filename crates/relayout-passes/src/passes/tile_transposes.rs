@@ -657,6 +657,7 @@ mod tests {
             src_offset: 0,
             dst_offset: 0,
             loops,
+            window: None,
         }
     }
 
@@ -695,6 +696,7 @@ mod tests {
                     dst_stride: 4,
                 },
             ],
+            window: None,
         };
         let t = tile_stmt(&s).remove(0);
         assert_eq!(t.loops.len(), 3);
@@ -776,6 +778,7 @@ mod tests {
                         dst_stride: b,
                     },
                 ],
+                window: None,
             }],
             bands: vec![],
         }
@@ -1075,6 +1078,7 @@ mod tests {
                     dst_stride: 16,
                 },
             ],
+            window: None,
         };
         assert_eq!(tile_stmt(&s), std::slice::from_ref(&s));
         let fill = LoopStmt {
