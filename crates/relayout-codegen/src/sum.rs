@@ -164,7 +164,7 @@ pub(crate) fn emit_run(
         // end: one loop body for the whole run.
         let last = bytes as i64 - step;
         clamped_loop(b, (src, dst), (step, step), (last, last), &mut |b, s, d| {
-            vectors(b, adder, zero, terms, s, d, &whole);
+            vectors(b, adder, zero, terms, None, (s, d), &whole);
         });
         return Ok(());
     }
@@ -183,7 +183,7 @@ pub(crate) fn emit_run(
             dst,
             (step, step),
             &mut |b, s, d| {
-                vectors(b, adder, zero, terms, s, d, &whole);
+                vectors(b, adder, zero, terms, None, (s, d), &whole);
                 Ok(())
             },
         )?;
@@ -196,7 +196,7 @@ pub(crate) fn emit_run(
         offsets.push(bytes as i64 - 16);
     }
     for group in vector_groups(&offsets, tail) {
-        vectors(b, adder, zero, terms, src, dst, group);
+        vectors(b, adder, zero, terms, None, (src, dst), group);
     }
     Ok(())
 }
@@ -296,29 +296,7 @@ fn straight(
         offsets.push(to as i64 - 16);
     }
     for group in vector_groups(&offsets, overlap) {
-        let ty = adder.vector();
-        let start = zero.then(|| zeros(b, ty));
-        let mut acc: Vec<_> = group
-            .iter()
-            .map(|&o| start.unwrap_or_else(|| load(b, ty, dst, o)))
-            .collect();
-        for (&t, &(lo, hi)) in terms.iter().zip(windows) {
-            for (a, &o) in acc.iter_mut().zip(group) {
-                let (o_lo, o_hi) = (o as u64, o as u64 + 16);
-                if hi <= o_lo || o_hi <= lo {
-                    continue;
-                }
-                let x = if lo <= o_lo && o_hi <= hi {
-                    load(b, ty, src, t + o)
-                } else {
-                    windowed_vector(b, adder, src, t, o_lo, (lo, hi))
-                };
-                *a = adder.add_vectors(b, *a, x);
-            }
-        }
-        for (a, &o) in acc.into_iter().zip(group) {
-            store(b, a, dst, o);
-        }
+        vectors(b, adder, zero, terms, Some(windows), (src, dst), group);
     }
 }
 
@@ -392,14 +370,16 @@ fn windowed_vector(
 }
 
 /// Sums the vectors at `offsets` over every term: all loaded, then all added, then all
-/// stored.
+/// stored. With `windows` (one per term), a term adds to a vector only over its window: not
+/// at all to a vector outside it, a vector inside it in part as [`windowed_vector`] completes
+/// it.
 fn vectors(
     b: &mut FunctionBuilder,
     adder: Adder,
     zero: bool,
     terms: &[i64],
-    src: Addr,
-    dst: Addr,
+    windows: Option<&[(u64, u64)]>,
+    (src, dst): (Addr, Addr),
     offsets: &[i64],
 ) {
     let ty = adder.vector();
@@ -408,9 +388,22 @@ fn vectors(
         .iter()
         .map(|&o| start.unwrap_or_else(|| load(b, ty, dst, o)))
         .collect();
-    for &t in terms {
+    for (j, &t) in terms.iter().enumerate() {
         for (a, &o) in acc.iter_mut().zip(offsets) {
-            let x = load(b, ty, src, t + o);
+            let x = match windows.map(|w| w[j]) {
+                None => load(b, ty, src, t + o),
+                Some((lo, hi)) => {
+                    let (from, to) = (o as u64, o as u64 + 16);
+                    if hi <= from || to <= lo {
+                        continue;
+                    }
+                    if lo <= from && to <= hi {
+                        load(b, ty, src, t + o)
+                    } else {
+                        windowed_vector(b, adder, src, t, from, (lo, hi))
+                    }
+                }
+            };
             *a = adder.add_vectors(b, *a, x);
         }
     }

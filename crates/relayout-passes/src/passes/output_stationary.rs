@@ -344,20 +344,9 @@ fn cells(group: &[LoopStmt], windows: bool) -> Option<(Vec<LoopStmt>, bool)> {
         let members: Vec<usize> = (0..group.len())
             .filter(|&k| origins[k].1 == phase)
             .collect();
-        // Cut points per level.
-        let mut cuts: Vec<Vec<i64>> = Vec::with_capacity(levels);
-        for l in 0..levels {
-            let mut c: Vec<i64> = members
-                .iter()
-                .flat_map(|&k| {
-                    let o = origins[k].0[l];
-                    [o, o + group[k].loops[l].extent as i64]
-                })
-                .collect();
-            c.sort_unstable();
-            c.dedup();
-            cuts.push(c);
-        }
+        let cuts: Vec<Vec<i64>> = (0..levels)
+            .map(|l| cut_points(group, origins.as_slice(), &members, l))
+            .collect();
         let count = cuts
             .iter()
             .try_fold(1usize, |n, c| n.checked_mul(c.len().saturating_sub(1)))?;
@@ -500,16 +489,7 @@ fn windowed_cells(
     // Cut points of the other levels.
     let mut cuts: Vec<Vec<i64>> = vec![Vec::new(); levels];
     for &l in others {
-        let mut c: Vec<i64> = members
-            .iter()
-            .flat_map(|&k| {
-                let o = origins[k].0[l];
-                [o, o + group[k].loops[l].extent as i64]
-            })
-            .collect();
-        c.sort_unstable();
-        c.dedup();
-        cuts[l] = c;
+        cuts[l] = cut_points(group, origins, &members, l);
     }
     let count = others.iter().try_fold(1usize, |n, &l| {
         n.checked_mul(cuts[l].len().saturating_sub(1))
@@ -610,6 +590,25 @@ fn windowed_cells(
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
     Some(out)
+}
+
+/// Where the boxes of `members` begin and end at `level`, in coordinates: sorted, each once.
+fn cut_points(
+    group: &[LoopStmt],
+    origins: &[(Vec<i64>, i64)],
+    members: &[usize],
+    level: usize,
+) -> Vec<i64> {
+    let mut cuts: Vec<i64> = members
+        .iter()
+        .flat_map(|&k| {
+            let o = origins[k].0[level];
+            [o, o + group[k].loops[level].extent as i64]
+        })
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
 }
 
 /// The window that gives iteration `k` of the innermost reduction loop the run bytes
