@@ -317,9 +317,12 @@ fn vector_groups(offsets: &[i64], overlap: bool) -> Vec<&[i64]> {
 /// part: the bytes inside the window from the source, the others the neutral element. Only
 /// bytes inside the window are read: one vector load inside it when it spans a vector, shifted
 /// into place by a shuffle, else element by element.
+/// `neutral` holds the neutral vector (and its bytes) once made, for the other vectors of the
+/// same group.
 fn windowed_vector(
     b: &mut FunctionBuilder,
     adder: Adder,
+    neutral: &mut Option<(Value, Value)>,
     src: Addr,
     t: i64,
     at: u64,
@@ -327,17 +330,26 @@ fn windowed_vector(
 ) -> Value {
     let ty = adder.vector();
     let lane = adder.lane();
-    let neutral = match adder {
-        Adder::Float(f) => {
-            let z = if f == types::F32 {
-                b.ins().f32const(-0.0)
-            } else {
-                b.ins().f64const(-0.0)
-            };
-            b.ins().splat(ty, z)
-        }
-        _ => zeros(b, ty),
-    };
+    let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+    let (neutral, filler) = *neutral.get_or_insert_with(|| {
+        let v = match adder {
+            Adder::Float(f) => {
+                let z = if f == types::F32 {
+                    b.ins().f32const(-0.0)
+                } else {
+                    b.ins().f64const(-0.0)
+                };
+                b.ins().splat(ty, z)
+            }
+            _ => zeros(b, ty),
+        };
+        let bytes = if ty == types::I8X16 {
+            v
+        } else {
+            b.ins().bitcast(types::I8X16, flags, v)
+        };
+        (v, bytes)
+    });
     let held = |pos: u64| lo <= pos && pos < hi;
     if hi - lo < 16 {
         let size = u64::from(lane.bytes());
@@ -362,11 +374,13 @@ fn windowed_vector(
             }
         })
         .collect();
-    let flags = MemFlagsData::new().with_endianness(Endianness::Little);
-    let filler = b.ins().bitcast(types::I8X16, flags, neutral);
     let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
     let v = b.ins().shuffle(loaded, filler, imm);
-    b.ins().bitcast(ty, flags, v)
+    if ty == types::I8X16 {
+        v
+    } else {
+        b.ins().bitcast(ty, flags, v)
+    }
 }
 
 /// Sums the vectors at `offsets` over every term: all loaded, then all added, then all
@@ -388,6 +402,7 @@ fn vectors(
         .iter()
         .map(|&o| start.unwrap_or_else(|| load(b, ty, dst, o)))
         .collect();
+    let mut neutral = None;
     for (j, &t) in terms.iter().enumerate() {
         for (a, &o) in acc.iter_mut().zip(offsets) {
             let x = match windows.map(|w| w[j]) {
@@ -400,7 +415,7 @@ fn vectors(
                     if lo <= from && to <= hi {
                         load(b, ty, src, t + o)
                     } else {
-                        windowed_vector(b, adder, src, t, from, (lo, hi))
+                        windowed_vector(b, adder, &mut neutral, src, t, from, (lo, hi))
                     }
                 }
             };
