@@ -8,7 +8,7 @@
 //! An op name, an optional attribute dictionary (integers, strings, nested lists), a colon and
 //! the input tensor type.
 
-use relayout_ir::{DType, TensorType};
+use relayout_ir::TensorType;
 use relayout_ops::{AttrValue, Attrs};
 
 /// An op description read from text: its name, attributes and input type.
@@ -175,66 +175,43 @@ pub fn parse_tensor_type(text: &str) -> Result<TensorType, SyntaxError> {
 }
 
 fn tensor_type(c: &mut Cursor<'_>) -> Result<TensorType, SyntaxError> {
-    if c.ident("'tensor'")? != "tensor" {
-        return c.error("expected 'tensor<...>'");
-    }
-    c.expect('<')?;
+    // The type runs to the `>` that closes `tensor<` (an element type may nest one pair,
+    // `complex<f32>`); relayout-ir reads it, with the grammar of the IR's types.
     c.skip_ws();
-    let inner_start = c.pos;
-    let Some(len) = c.text[c.pos..].rfind('>') else {
-        return c.error("missing '>'");
-    };
-    let inner = &c.text[c.pos..c.pos + len];
-    let mut shape = Vec::new();
-    let mut rest = inner;
-    // Dimensions are the leading `NNNx` groups; what is left is the element type.
-    while let Some(x) = rest.find('x') {
-        let (dim, tail) = (&rest[..x], &rest[x + 1..]);
-        if dim.trim() == "?" {
-            c.pos = inner_start + (inner.len() - rest.len());
-            return c.error(format!(
-                "dim {} is dynamic (`?`): relayout compiles a kernel for one fixed shape, so \
-                 every dim must be a number",
-                shape.len()
-            ));
-        }
-        if dim.is_empty() || !dim.chars().all(|ch| ch.is_ascii_digit()) {
-            break;
-        }
-        match dim.parse::<u64>() {
-            Ok(d) => shape.push(d),
-            Err(_) => {
-                c.pos = inner_start + (inner.len() - rest.len());
-                return c.error(format!("dimension {dim} does not fit in 64 bits"));
+    let rest = &c.text[c.pos..];
+    let mut depth = 0usize;
+    let mut end = rest.len();
+    for (i, ch) in rest.char_indices() {
+        match ch {
+            '<' => depth += 1,
+            '>' if depth <= 1 => {
+                end = i + 1;
+                break;
             }
+            '>' => depth -= 1,
+            _ => {}
         }
-        rest = tail;
     }
-    let Some(dtype) = element_type(rest.trim()) else {
-        c.pos = inner_start + (inner.len() - rest.len());
-        let names: Vec<&str> = DType::ALL.iter().map(|d| d.mlir_name()).collect();
-        return c.error(format!(
-            "unknown element type '{}'; the element types are {} (or their long names, or u8, \
-             u16, u32, u64)",
-            rest.trim(),
-            names.join(", ")
-        ));
-    };
-    c.pos += len + 1;
-    Ok(TensorType { dtype, shape })
-}
-
-/// An element type by its MLIR name (`f32`, `ui8`), its long name (`float32`, `uint8`), or
-/// the short unsigned names `u8`, `u16`, `u32`, `u64` that Rust and many tools use.
-fn element_type(name: &str) -> Option<DType> {
-    let name = match name {
-        "u8" => "ui8",
-        "u16" => "ui16",
-        "u32" => "ui32",
-        "u64" => "ui64",
-        other => other,
-    };
-    DType::from_name(name)
+    match rest[..end].parse::<TensorType>() {
+        Ok(ty) => {
+            c.pos += end;
+            Ok(ty)
+        }
+        Err(e) => {
+            // The error's column counts from the type's first character (one line).
+            let before: usize = rest[..end]
+                .lines()
+                .take(e.line.saturating_sub(1))
+                .map(|l| l.len() + 1)
+                .sum();
+            let at = rest[before..end]
+                .char_indices()
+                .nth(e.col.saturating_sub(1))
+                .map_or(end, |(k, _)| before + k);
+            c.pos += at;
+            c.error(e.message)
+        }
+    }
 }
 
 /// Parses `Name {attr = value, ...} : tensor<...>`.
@@ -291,6 +268,7 @@ fn name_and_attrs(c: &mut Cursor) -> Result<(String, Attrs), SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use relayout_ir::DType;
 
     #[test]
     fn parses_ops() {

@@ -345,8 +345,9 @@ impl<'a> Lexer<'a> {
     }
 
     /// The rest of `tensor<4x4xf32>` after the word `tensor`: dims, each followed by `x`, then
-    /// an element type (`f32`, `complex<f32>`, or a long name such as `float32`), then `>`.
-    /// Whitespace is allowed between the parts.
+    /// an element type (`f32`, `complex<f32>`, a long name such as `float32`, or `u8`, `u16`,
+    /// `u32`, `u64`), then `>`. Whitespace is allowed between the parts. A dynamic dim (`?`)
+    /// is an error of its own: a kernel is compiled for one fixed shape.
     fn tensor_body(&mut self, line: usize, col: usize) -> Result<TensorType, ParseError> {
         self.skip_trivia();
         if self.peek_char() != Some('<') {
@@ -356,6 +357,13 @@ impl<'a> Lexer<'a> {
         let mut shape = Vec::new();
         loop {
             self.skip_trivia();
+            if self.peek_char() == Some('?') {
+                return Err(self.error_here(format!(
+                    "dim {} is dynamic (`?`): relayout compiles a kernel for one fixed shape, so \
+                     every dim must be a number",
+                    shape.len()
+                )));
+            }
             if !self.peek_char().is_some_and(|c| c.is_ascii_digit()) {
                 break;
             }
@@ -384,11 +392,16 @@ impl<'a> Lexer<'a> {
             self.bump();
             name = format!("complex<{part}>");
         }
-        let Some(dtype) = DType::from_name(&name) else {
+        let Some(dtype) = element_type(&name) else {
             let message = if name.is_empty() {
                 "expected a dimension size or an element type".to_string()
             } else {
-                format!("unknown element type `{name}`")
+                let names: Vec<&str> = DType::ALL.iter().map(|d| d.mlir_name()).collect();
+                format!(
+                    "unknown element type `{name}`; the element types are {} (or their long \
+                     names, or u8, u16, u32, u64)",
+                    names.join(", ")
+                )
             };
             return Err(ParseError {
                 line: dline,
@@ -408,6 +421,51 @@ impl<'a> Lexer<'a> {
         }
         self.bump();
         Ok(TensorType::new(dtype, shape))
+    }
+}
+
+/// An element type by its MLIR name (`f32`, `ui8`), its long name (`float32`, `uint8`), or
+/// the short unsigned names `u8`, `u16`, `u32`, `u64` that Rust and many tools use.
+fn element_type(name: &str) -> Option<DType> {
+    let name = match name {
+        "u8" => "ui8",
+        "u16" => "ui16",
+        "u32" => "ui32",
+        "u64" => "ui64",
+        other => other,
+    };
+    DType::from_name(name)
+}
+
+/// `tensor<4x4xf32>` alone, as the IR writes a type (the op syntax of the command line and of
+/// the bindings reads its type with this too, so that there is one grammar of types).
+impl std::str::FromStr for TensorType {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<TensorType, ParseError> {
+        let mut lexer = Lexer::new(text);
+        lexer.skip_trivia();
+        let (line, col) = (lexer.line, lexer.col);
+        if lexer.take_while(is_ident_char) != "tensor" {
+            return Err(ParseError {
+                line,
+                col,
+                message: "expected a tensor type (`tensor<...>`)".into(),
+                found: shorten(text.trim()),
+            });
+        }
+        // The type is the whole text: an unclosed `tensor<` need not say where it started.
+        let ty = lexer.tensor_body(line, col).map_err(|e| ParseError {
+            message: e
+                .message
+                .replace(&format!(" (the type starting at {line}:{col})"), ""),
+            ..e
+        })?;
+        lexer.skip_trivia();
+        if lexer.peek_char().is_some() {
+            return Err(lexer.error_here("unexpected text after the tensor type"));
+        }
+        Ok(ty)
     }
 }
 

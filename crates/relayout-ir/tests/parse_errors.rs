@@ -324,3 +324,49 @@ proptest! {
         parses_consistently(&mutate(&k.to_string(), &edits))?;
     }
 }
+
+/// `TensorType: FromStr`, the one grammar of types (the op syntax reads its type with it):
+/// every printed type reads back, the short unsigned names are accepted, and errors point at
+/// the offending part.
+#[test]
+fn tensor_types_parse_alone() {
+    use relayout_ir::{DType, TensorType};
+    for dtype in DType::ALL {
+        for shape in [vec![], vec![3], vec![1, 4, 4, 2]] {
+            let ty = TensorType::new(dtype, shape);
+            assert_eq!(ty.to_string().parse::<TensorType>().unwrap(), ty);
+        }
+    }
+    assert_eq!(
+        " tensor<2 x 3 x u16> ".parse::<TensorType>().unwrap(),
+        TensorType::new(DType::U16, [2, 3])
+    );
+    assert_eq!(
+        "tensor<2xfloat32>".parse::<TensorType>().unwrap(),
+        TensorType::new(DType::F32, [2])
+    );
+    let e = |text: &str| text.parse::<TensorType>().unwrap_err();
+    check(e("tensor<1x?xf32>"), 1, 10, "?xf32>", "dim 1 is dynamic");
+    check(e("tensor<1xq7>"), 1, 10, "q7", "the element types are f32");
+    check(
+        e("tensor<1xf32"),
+        1,
+        13,
+        "",
+        "expected `>` to close `tensor<`",
+    );
+    check(
+        e("tensor<1xf32> x"),
+        1,
+        15,
+        "x",
+        "unexpected text after the tensor type",
+    );
+    check(
+        e("tensr<1xf32>"),
+        1,
+        1,
+        "tensr<1xf32>",
+        "expected a tensor type",
+    );
+}
