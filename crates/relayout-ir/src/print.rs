@@ -21,6 +21,10 @@
 //!       for i0 in 0 to 2, i1 in 0 to 2
 //! }
 //! ```
+//!
+//! An accumulation may add each term over a window of its run only (`Window`), written after
+//! the source: `accumulate 32 bytes %dst[0] = 0 + %src[4 + 28 * i0] within bytes -4 + 4 * i0
+//! to 28 + 4 * i0`.
 
 use crate::{
     Action, AffineExpr, Constraint, DType, Kernel, LoopAction, LoopKernel, LoopStmt, Scalar, Stmt,
