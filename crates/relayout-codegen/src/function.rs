@@ -531,16 +531,22 @@ fn prepare<'s>(
         // loops outside it.
         let row = phases::row(stmt, split, kernel.dtype());
         let nest = split - row.map_or(0, |r| r.loops());
+        // A window belongs to the body's terms; without its windows (they overflow, which
+        // the verifier rules out) the statement is not summed at all (the error below).
+        let windows = match stmt.window {
+            Some(_) => Some(sum::term_windows(stmt, split)?),
+            None => None,
+        };
         let outer = LoopStmt {
             loops: stmt.loops[..nest].to_vec(),
+            window: None,
             ..stmt.clone()
         };
-        Some((outer, terms, row))
+        Some((outer, terms, row, windows))
     });
-    if let Some((outer, terms, row)) = summed {
+    if let Some((outer, terms, row, windows)) = summed {
         let zero = stmt.action == LoopAction::Sum;
         let body = Body::sum(b, zero, kernel.dtype(), stmt.bytes, terms, config, imports)?;
-        let windows = sum::term_windows(stmt, stmt.loops.len() - stmt.reduction_loops());
         let body = body.in_rows(row).with_windows(windows);
         return Ok((Cow::Owned(outer), body));
     }

@@ -229,13 +229,19 @@ fn write_offset(
 ) -> fmt::Result {
     write!(f, "%{operand}[{offset}")?;
     for (i, s) in strides.enumerate() {
-        match s {
-            0 => {}
-            s if s < 0 && s != i64::MIN => write!(f, " - {} * i{i}", -s)?,
-            s => write!(f, " + {s} * i{i}")?,
-        }
+        write_term(f, s, i)?;
     }
     f.write_str("]")
+}
+
+/// ` + S * iN` (` - S * iN` for a negative stride, nothing for 0), as offsets and windows
+/// write a loop's term.
+fn write_term(f: &mut impl Write, stride: i64, i: usize) -> fmt::Result {
+    match stride {
+        0 => Ok(()),
+        s if s < 0 && s != i64::MIN => write!(f, " - {} * i{i}", -s),
+        s => write!(f, " + {s} * i{i}"),
+    }
 }
 
 impl Display for LoopStmt {
@@ -278,10 +284,9 @@ impl LoopStmt {
         }
         if let Some(w) = self.window {
             let innermost = self.loops.len().saturating_sub(1);
-            let bound = |f: &mut Formatter<'_>, at: i64| match w.step {
-                0 => write!(f, "{at}"),
-                s if s < 0 && s != i64::MIN => write!(f, "{at} - {} * i{innermost}", -s),
-                s => write!(f, "{at} + {s} * i{innermost}"),
+            let bound = |f: &mut Formatter<'_>, at: i64| {
+                write!(f, "{at}")?;
+                write_term(f, w.step, innermost)
             };
             f.write_str(" within bytes ")?;
             bound(f, w.start)?;

@@ -357,36 +357,21 @@ fn cells(group: &[LoopStmt], windows: bool) -> Option<(Vec<LoopStmt>, bool)> {
             return None;
         }
         // Every cell, levels in loop order, last level fastest.
+        let all: Vec<usize> = (0..levels).collect();
         let mut index = vec![0usize; levels];
-        'cells: loop {
+        loop {
             if cuts.iter().all(|c| c.len() >= 2) {
                 let lo: Vec<i64> = (0..levels).map(|l| cuts[l][index[l]]).collect();
                 let hi: Vec<i64> = (0..levels).map(|l| cuts[l][index[l] + 1]).collect();
-                let covering: Vec<usize> = members
-                    .iter()
-                    .copied()
-                    .filter(|&k| {
-                        (0..levels).all(|l| {
-                            let o = origins[k].0[l];
-                            o <= lo[l] && hi[l] <= o + group[k].loops[l].extent as i64
-                        })
-                    })
-                    .collect();
+                let covering = covering(group, origins.as_slice(), &members, &all, (&lo, &hi));
                 if covering.len() > MAX_TERMS {
                     return None;
                 }
                 if !covering.is_empty() {
-                    let dst_offset = (0..levels).try_fold(phase, |acc, l| {
-                        acc.checked_add(lo[l].checked_mul(group[0].loops[l].dst_stride)?)
-                    })?;
+                    let dst_offset = dst_at(group, phase, &lo)?;
                     let terms: Vec<i64> = covering
                         .iter()
-                        .map(|&k| {
-                            (0..levels).try_fold(group[k].src_offset, |acc, l| {
-                                let d = lo[l] - origins[k].0[l];
-                                acc.checked_add(d.checked_mul(group[k].loops[l].src_stride)?)
-                            })
-                        })
+                        .map(|&k| src_at(group, origins.as_slice(), k, &lo))
                         .collect::<Option<_>>()?;
                     let loops: Vec<Loop> = (0..levels)
                         .map(|l| Loop {
@@ -420,18 +405,8 @@ fn cells(group: &[LoopStmt], windows: bool) -> Option<(Vec<LoopStmt>, bool)> {
                     }
                 }
             }
-            // Next cell.
-            let mut l = levels;
-            loop {
-                if l == 0 {
-                    break 'cells;
-                }
-                l -= 1;
-                index[l] += 1;
-                if index[l] + 1 < cuts[l].len() {
-                    break;
-                }
-                index[l] = 0;
+            if !next_cell(&mut index, &all, &cuts) {
+                break;
             }
         }
     }
@@ -503,19 +478,21 @@ fn windowed_cells(
     let mut out = Vec::new();
     let mut index = vec![0usize; levels];
     let mut windowed = false;
-    'cells: loop {
-        let lo = |l: usize| cuts[l][index[l]];
-        let hi = |l: usize| cuts[l][index[l] + 1];
-        let covering: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&k| {
-                others.iter().all(|&l| {
-                    let o = origins[k].0[l];
-                    o <= lo(l) && hi(l) <= o + group[k].loops[l].extent as i64
+    loop {
+        // The cell's corner and far corner, the row whole.
+        let corner = |at: usize| -> Vec<i64> {
+            (0..levels)
+                .map(|l| {
+                    if l == row {
+                        [first, end][at]
+                    } else {
+                        cuts[l][index[l] + at]
+                    }
                 })
-            })
-            .collect();
+                .collect()
+        };
+        let (lo, hi) = (corner(0), corner(1));
+        let covering = covering(group, origins, &members, others, (&lo, &hi));
         if covering.len() > MAX_TERMS {
             return None;
         }
@@ -523,13 +500,8 @@ fn windowed_cells(
             let mut terms = Vec::with_capacity(covering.len());
             let mut windows = Vec::with_capacity(covering.len());
             for &k in &covering {
-                let t = (0..levels).try_fold(group[k].src_offset, |acc, l| {
-                    let at = if l == row { first } else { lo(l) };
-                    let d = at - origins[k].0[l];
-                    acc.checked_add(d.checked_mul(group[k].loops[l].src_stride)?)
-                })?;
                 let (a, b) = span(k);
-                terms.push(t);
+                terms.push(src_at(group, origins, k, &lo)?);
                 windows.push((
                     u64::try_from((a - first) * esize).ok()?,
                     u64::try_from((b - first) * esize).ok()?,
@@ -551,14 +523,11 @@ fn windowed_cells(
                 windowed = true;
                 Some(window)
             };
-            let dst_offset = others.iter().try_fold(
-                phase.checked_add(first.checked_mul(step.dst_stride)?)?,
-                |acc, &l| acc.checked_add(lo(l).checked_mul(group[0].loops[l].dst_stride)?),
-            )?;
+            let dst_offset = dst_at(group, phase, &lo)?;
             let loops = (0..levels)
                 .filter(|&l| l != row)
                 .map(|l| Loop {
-                    extent: (hi(l) - lo(l)) as u64,
+                    extent: (hi[l] - lo[l]) as u64,
                     ..group[0].loops[l]
                 })
                 .chain(reductions)
@@ -572,19 +541,8 @@ fn windowed_cells(
                 window,
             });
         }
-        // Next cell (the last of the other levels fastest).
-        let mut i = others.len();
-        loop {
-            if i == 0 {
-                break 'cells;
-            }
-            i -= 1;
-            let l = others[i];
-            index[l] += 1;
-            if index[l] + 1 < cuts[l].len() {
-                break;
-            }
-            index[l] = 0;
+        if !next_cell(&mut index, others, &cuts) {
+            break;
         }
     }
     if !windowed {
@@ -593,6 +551,54 @@ fn windowed_cells(
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
     Some(out)
+}
+
+/// The members whose boxes hold the cell `[lo, hi)` at `levels` (coordinates per level).
+fn covering(
+    group: &[LoopStmt],
+    origins: &[(Vec<i64>, i64)],
+    members: &[usize],
+    levels: &[usize],
+    (lo, hi): (&[i64], &[i64]),
+) -> Vec<usize> {
+    members
+        .iter()
+        .copied()
+        .filter(|&k| {
+            levels.iter().all(|&l| {
+                let o = origins[k].0[l];
+                o <= lo[l] && hi[l] <= o + group[k].loops[l].extent as i64
+            })
+        })
+        .collect()
+}
+
+/// The source offset of member `k`'s run at the cell corner `lo` (coordinates per level).
+fn src_at(group: &[LoopStmt], origins: &[(Vec<i64>, i64)], k: usize, lo: &[i64]) -> Option<i64> {
+    (0..lo.len()).try_fold(group[k].src_offset, |acc, l| {
+        let d = lo[l] - origins[k].0[l];
+        acc.checked_add(d.checked_mul(group[k].loops[l].src_stride)?)
+    })
+}
+
+/// The destination offset of the cell corner `lo` in `phase`.
+fn dst_at(group: &[LoopStmt], phase: i64, lo: &[i64]) -> Option<i64> {
+    (0..lo.len()).try_fold(phase, |acc, l| {
+        acc.checked_add(lo[l].checked_mul(group[0].loops[l].dst_stride)?)
+    })
+}
+
+/// Moves `index` to the next cell of `cuts` at `levels`, the last level fastest; `false`
+/// after the last cell.
+fn next_cell(index: &mut [usize], levels: &[usize], cuts: &[Vec<i64>]) -> bool {
+    for &l in levels.iter().rev() {
+        index[l] += 1;
+        if index[l] + 1 < cuts[l].len() {
+            return true;
+        }
+        index[l] = 0;
+    }
+    false
 }
 
 /// Where the boxes of `members` begin and end at `level`, in coordinates: sorted, each once.
