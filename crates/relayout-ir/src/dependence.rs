@@ -60,13 +60,12 @@ pub fn points_disjoint(stmt: &LoopStmt, level: usize) -> bool {
 /// one iteration do not move the destination and are left out. Statements whose moving loops
 /// do not match stride for stride (one stride twice in a statement, or a stride only one of
 /// them has but with its sign flipped in the other) still get a superset, of both loop sets,
-/// so the answer stays sound; it is only more often `false`.
+/// so the answer stays sound; it is only more often `false`. Where the superset's points
+/// overlap, the residues of both modulo a stride they share may still tell them apart
+/// ([`residues_disjoint`]), tried second because listing them costs more.
 pub fn stmts_disjoint(a: &LoopStmt, b: &LoopStmt) -> bool {
     if a.loops.iter().chain(&b.loops).any(|l| l.extent == 0) {
         // A statement with an empty loop writes nothing.
-        return true;
-    }
-    if residues_disjoint(a, b) {
         return true;
     }
     let moving = |s: &LoopStmt| -> Vec<(i64, u64)> {
@@ -90,7 +89,7 @@ pub fn stmts_disjoint(a: &LoopStmt, b: &LoopStmt) -> bool {
         }
     }
     let Some(delta) = b.dst_offset.checked_sub(a.dst_offset) else {
-        return false;
+        return residues_disjoint(a, b);
     };
     loops.push((delta, 2));
     let superset = LoopStmt {
@@ -105,7 +104,7 @@ pub fn stmts_disjoint(a: &LoopStmt, b: &LoopStmt) -> bool {
             .collect(),
         ..a.clone()
     };
-    points_disjoint(&superset, 0)
+    points_disjoint(&superset, 0) || residues_disjoint(a, b)
 }
 
 /// The most points of the loops a statement's residues are listed over
