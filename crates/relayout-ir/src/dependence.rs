@@ -162,7 +162,7 @@ fn residues_disjoint(a: &LoopStmt, b: &LoopStmt) -> bool {
 
 /// Whether two lists of half-open intervals, each sorted by start and disjoint, share no
 /// point.
-fn sorted_disjoint(x: &[(i128, i128)], y: &[(i128, i128)]) -> bool {
+fn sorted_disjoint(x: &[(u64, u64)], y: &[(u64, u64)]) -> bool {
     let (mut i, mut j) = (0, 0);
     while i < x.len() && j < y.len() {
         let ((a_lo, a_hi), (b_lo, b_hi)) = (x[i], y[j]);
@@ -180,41 +180,51 @@ fn sorted_disjoint(x: &[(i128, i128)], y: &[(i128, i128)]) -> bool {
 /// The residues mod `m` of the bytes `s` writes, as disjoint half-open intervals inside
 /// `[0, m)`, sorted; `None` when its loops whose stride is not a multiple of `m` have more
 /// than [`RESIDUE_POINTS`] points. `m` is larger than the run.
-fn residues(s: &LoopStmt, m: i128) -> Option<Vec<(i128, i128)>> {
-    let steps: Vec<(i128, u64)> = s
+///
+/// Residues are below `m`, which is below 2^63 (an `i64` stride's magnitude), so they and
+/// the sum of two of them fit a `u64`: each point's residue is the one a loop step before
+/// it plus that step's, less `m` once if it passes `m` (no division per point).
+fn residues(s: &LoopStmt, m: i128) -> Option<Vec<(u64, u64)>> {
+    let modulus = u64::try_from(m).ok()?;
+    let residue = |x: i128| x.rem_euclid(m) as u64;
+    let steps: Vec<(u64, u64)> = s
         .loops
         .iter()
         .filter(|l| l.extent > 1)
-        .map(|l| (i128::from(l.dst_stride).rem_euclid(m), l.extent))
+        .map(|l| (residue(i128::from(l.dst_stride)), l.extent))
         .filter(|&(step, _)| step != 0)
         .collect();
     let points = steps
         .iter()
         .try_fold(1u64, |n, &(_, extent)| n.checked_mul(extent))
         .filter(|&n| n <= RESIDUE_POINTS)?;
-    let mut starts = Vec::with_capacity(points as usize);
-    starts.push(i128::from(s.dst_offset).rem_euclid(m));
+    let mut starts: Vec<u64> = Vec::with_capacity(points as usize);
+    starts.push(residue(i128::from(s.dst_offset)));
     for (step, extent) in steps {
+        // Point `i * known + k` is point `(i - 1) * known + k` one step further.
         let known = starts.len();
-        for i in 1..i128::from(extent) {
-            for k in 0..known {
-                starts.push((starts[k] + i * step) % m);
-            }
+        for at in known..known * extent as usize {
+            let next = starts[at - known] + step;
+            starts.push(if next >= modulus {
+                next - modulus
+            } else {
+                next
+            });
         }
     }
-    let run = i128::from(s.bytes);
-    let mut intervals: Vec<(i128, i128)> = Vec::with_capacity(2 * starts.len());
+    let run = s.bytes;
+    let mut intervals: Vec<(u64, u64)> = Vec::with_capacity(2 * starts.len());
     for at in starts {
-        // A run that passes `m` wraps around to the start.
+        // A run that passes `m` wraps around to the start (`at + run < 2m`).
         let end = at + run;
-        intervals.push((at, end.min(m)));
-        if end > m {
-            intervals.push((0, end - m));
+        intervals.push((at, end.min(modulus)));
+        if end > modulus {
+            intervals.push((0, end - modulus));
         }
     }
     intervals.sort_unstable();
     // Merged, so that the intervals are disjoint and sorted by start and by end alike.
-    let mut merged: Vec<(i128, i128)> = Vec::with_capacity(intervals.len());
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
     for (lo, hi) in intervals {
         match merged.last_mut() {
             Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
