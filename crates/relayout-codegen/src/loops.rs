@@ -76,11 +76,38 @@ pub(crate) fn counted_loop(
     count: Count,
     src: Addr,
     dst: Addr,
-    (src_step, dst_step): (i64, i64),
+    steps: (i64, i64),
     body: &mut LoopBody<'_>,
 ) -> Result<(), CodegenError> {
+    rebasing_loop(b, count, (src, dst), steps, &mut |b, s, d| {
+        body(b, s, d)?;
+        Ok((s, d))
+    })?;
+    Ok(())
+}
+
+/// The body of a [`rebasing_loop`]: given the operands' addresses at this iteration, it
+/// returns the same two addresses written with the last values that hold them (an inner
+/// loop's pointers after its last iteration, with the offset that brings them back), or
+/// simply its arguments.
+pub(crate) type RebasingBody<'a> =
+    dyn FnMut(&mut FunctionBuilder, Addr, Addr) -> Result<(Addr, Addr), CodegenError> + 'a;
+
+/// [`counted_loop`] for bodies that are loops themselves. An iteration's next pointers are
+/// computed from the addresses the body returns, so a pointer of this loop is dead once the
+/// loop inside has taken it over, instead of living across that loop only to be bumped at the
+/// end. Returns `src` and `dst` written with values defined after the loop when its count is
+/// known (the pointers of its last iteration, moved by one step), else as given. Which loops
+/// of a nest take their pointers so is [`Emitter::levels`]' choice.
+pub(crate) fn rebasing_loop(
+    b: &mut FunctionBuilder,
+    count: Count,
+    (src, dst): (Addr, Addr),
+    (src_step, dst_step): (i64, i64),
+    body: &mut RebasingBody<'_>,
+) -> Result<(Addr, Addr), CodegenError> {
     let n = match count {
-        Count::Const(0) => return Ok(()),
+        Count::Const(0) => return Ok((src, dst)),
         // One iteration needs no loop.
         Count::Const(1) => return body(b, src, dst),
         Count::Const(n) => b.ins().iconst(types::I64, n as i64),
@@ -106,20 +133,48 @@ pub(crate) fn counted_loop(
     b.ins().jump(header, &args);
 
     b.switch_to_block(header);
-    body(b, src_in, dst_in)?;
+    let (src_out, dst_out) = body(b, src_in, dst_in)?;
     let next = b.ins().iadd_imm_s(counter, -1);
     let mut back: Vec<BlockArg> = vec![next.into()];
+    // The next iteration's pointer: `out` holds this iteration's address, `step` further.
+    let advance = |b: &mut FunctionBuilder, at: Addr, out: Addr, step: i64| {
+        let moved = out.offset.wrapping_sub(at.offset).wrapping_add(step);
+        if moved == 0 {
+            out.base
+        } else {
+            b.ins().iadd_imm_s(out.base, moved)
+        }
+    };
+    let mut src_next = None;
     if src_step != 0 {
-        back.push(b.ins().iadd_imm_s(src_in.base, src_step).into());
+        let v = advance(b, src_in, src_out, src_step);
+        src_next = Some(v);
+        back.push(v.into());
     }
+    let mut dst_next = None;
     if dst_step != 0 {
-        back.push(b.ins().iadd_imm_s(dst_in.base, dst_step).into());
+        let v = advance(b, dst_in, dst_out, dst_step);
+        dst_next = Some(v);
+        back.push(v.into());
     }
     b.ins().brif(next, header, &back, exit, &[]);
     b.seal_block(header);
     b.switch_to_block(exit);
     b.seal_block(exit);
-    Ok(())
+    // The values of the last iteration are available here: the exit's only predecessor is
+    // the block that computed them. A moving pointer ended `count` steps past its start.
+    let after = |given: Addr, out: Addr, next: Option<Value>, step: i64| match (next, count) {
+        (None, _) => out,
+        (Some(v), Count::Const(n)) => (n as i64)
+            .checked_mul(step)
+            .and_then(|moved| given.offset.checked_sub(moved))
+            .map_or(given, |offset| Addr::new(v, offset)),
+        (Some(_), Count::Dyn(_)) => given,
+    };
+    Ok((
+        after(src, src_out, src_next, src_step),
+        after(dst, dst_out, dst_next, dst_step),
+    ))
 }
 
 /// Inner loops with constant extents are unrolled completely while the body then holds at
@@ -204,10 +259,12 @@ impl Emitter<'_> {
             pattern = folded;
             depth -= 1;
         }
-        self.levels(b, &loops[..depth], &pattern, count, src, dst)
+        self.levels(b, &loops[..depth], &pattern, count, src, dst)?;
+        Ok(())
     }
 
-    /// The loops that were not folded, around the pattern.
+    /// The loops that were not folded, around the pattern. Returns `src` and `dst` as
+    /// [`rebasing_loop`] does.
     fn levels(
         &self,
         b: &mut FunctionBuilder,
@@ -216,9 +273,10 @@ impl Emitter<'_> {
         count: Count,
         src: Addr,
         dst: Addr,
-    ) -> Result<(), CodegenError> {
+    ) -> Result<(Addr, Addr), CodegenError> {
         let Some((l, inner)) = loops.split_first() else {
-            return self.emit_pattern(b, pattern, src, dst);
+            self.emit_pattern(b, pattern, src, dst)?;
+            return Ok((src, dst));
         };
         let steps = (self.src_stride(l), l.dst_stride);
         if inner.is_empty() && self.body.is_small() {
@@ -229,12 +287,22 @@ impl Emitter<'_> {
                 Count::Dyn(_) => l.extent >= u,
             };
             if u > 1 && worth {
-                return self.unrolled(b, pattern, l, count, src, dst);
+                self.unrolled(b, pattern, l, count, src, dst)?;
+                return Ok((src, dst));
             }
         }
-        counted_loop(b, count, src, dst, steps, &mut |b, s, d| {
+        // A loop with two loops or more inside takes its next pointers from them (see
+        // `rebasing_loop`): in a deep nest, only the outer loops' counters then live across
+        // the innermost loop, and Cranelift's register allocator, most of a compile, spends
+        // less (im2col_conv3x3: 17% less, its compile 0.475 -> 0.444 ms). The next iteration's
+        // addresses then wait for the inner loops' last step: not taken through the
+        // innermost loop, nor by a statement's outermost loop (a runtime count, the whole
+        // kernel for a small one), where a 2x2 SpaceToDepth of an 8x8 map ran 10% slower.
+        let rebase = matches!(count, Count::Const(_)) && inner.len() >= 2;
+        rebasing_loop(b, count, (src, dst), steps, &mut |b, s, d| {
             let count = Count::Const(inner.first().map_or(1, |l| l.extent));
-            self.levels(b, inner, pattern, count, s, d)
+            let out = self.levels(b, inner, pattern, count, s, d)?;
+            Ok(if rebase { out } else { (s, d) })
         })
     }
 
