@@ -61,8 +61,8 @@ pub fn points_disjoint(stmt: &LoopStmt, level: usize) -> bool {
 /// do not match stride for stride (one stride twice in a statement, or a stride only one of
 /// them has but with its sign flipped in the other) still get a superset, of both loop sets,
 /// so the answer stays sound; it is only more often `false`. Where the superset's points
-/// overlap, the residues of both modulo a stride they share may still tell them apart
-/// ([`residues_disjoint`]), tried second because listing them costs more.
+/// overlap, the residues of both modulo a stride they share may still tell them apart (see
+/// `residues_disjoint`), tried second because listing them costs more.
 pub fn stmts_disjoint(a: &LoopStmt, b: &LoopStmt) -> bool {
     if a.loops.iter().chain(&b.loops).any(|l| l.extent == 0) {
         // A statement with an empty loop writes nothing.
