@@ -270,3 +270,29 @@ fn col2im_of_windows_apart_adds_each_element_to_plus_zero() {
         "{loops}"
     );
 }
+
+/// An integer Col2Im whose output rows (the last dim and the one before it, contiguous) are
+/// summed whole by `output-stationary`'s windows, except at the far edge of the rows before
+/// them, where the members cover less of a row than the union of all of theirs: that cell
+/// must not become a whole row (it would leave bytes unwritten and run past the output's
+/// end, which the verifier refused, so the op did not compile). Found by the fuzz bodies.
+#[test]
+fn col2im_rows_short_at_an_edge_keep_their_cells() {
+    let op = Op::Col2Im {
+        image_shape: vec![1, 5, 2],
+        block_shape: vec![1, 3, 2],
+        dilations: vec![1, 2, 1],
+        pads: vec![0, 1, 1, 0, 0, 1],
+        strides: vec![2, 1, 1],
+    };
+    for dtype in [DType::I8, DType::U16, DType::I32, DType::I64] {
+        let input = TensorType::new(dtype, [1, 6, 6]);
+        let bytes = input.size_bytes().unwrap() as usize;
+        let src: Vec<u8> = (0..bytes).map(|i| (i * 7 + 3) as u8).collect();
+        let want = relayout_reference::reference(&op, &input, &src).unwrap();
+        let kernel = relayout::compile(&op, &input).unwrap_or_else(|e| panic!("{dtype:?}: {e}"));
+        let mut got = vec![0x5au8; want.len()];
+        kernel.run(&src, &mut got).unwrap();
+        assert_eq!(got, want, "{dtype:?}");
+    }
+}

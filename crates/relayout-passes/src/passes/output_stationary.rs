@@ -430,8 +430,8 @@ fn cells(group: &[LoopStmt], windows: bool) -> Option<(Vec<LoopStmt>, bool)> {
 /// 64x64 planes, whose rows' ends are a small part, and f64 as before. Compiles run fewer
 /// instructions too (callgrind: 3x3x3 -22%, 5x5 -25%). Not for f16 and bf16 (see
 /// `run_loops`). `None` when the level is not contiguous, the statements' parts of it leave a
-/// gap, or in some cell the terms do not nest or their parts do not slide with the innermost
-/// reduction loop as a window does.
+/// gap, or in some cell the terms do not cover the whole row, do not nest, or their parts do
+/// not slide with the innermost reduction loop as a window does.
 fn windowed_cells(
     group: &[LoopStmt],
     order: &[usize],
@@ -507,6 +507,13 @@ fn windowed_cells(
                     u64::try_from((b - first) * esize).ok()?,
                 ));
             }
+            // The row is the union of every member's part, but a cell at the far edge of
+            // another level may have members whose parts cover less of it: such a row would
+            // leave bytes unwritten and run past the tensor's end, so the group keeps its cut
+            // cells.
+            if !windows_cover(&windows, run) {
+                return None;
+            }
             let (src_offset, reductions) = nest(&terms)?;
             let window = if windows.iter().all(|&w| w == (0, run)) {
                 None
@@ -551,6 +558,20 @@ fn windowed_cells(
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
     Some(out)
+}
+
+/// Whether `windows` (byte ranges of a run) together cover all `run` bytes of it.
+fn windows_cover(windows: &[(u64, u64)], run: u64) -> bool {
+    let mut sorted = windows.to_vec();
+    sorted.sort_unstable();
+    let mut end = 0;
+    for (lo, hi) in sorted {
+        if lo > end {
+            return false;
+        }
+        end = end.max(hi);
+    }
+    end >= run
 }
 
 /// The members whose boxes hold the cell `[lo, hi)` at `levels` (coordinates per level).
