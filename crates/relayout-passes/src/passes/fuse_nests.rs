@@ -125,8 +125,9 @@ impl LoopPass for FuseNests {
         // The group being grown (members as fused) and its statements as they were.
         let mut group = Group::default();
         let mut originals: &[LoopStmt] = &[];
+        let elem = k.dst.dtype.size();
         for (i, stmt) in k.stmts.iter().enumerate() {
-            if group.join(stmt) {
+            if group.join(stmt, elem) {
                 originals = &k.stmts[i + 1 - group.members.len()..=i];
                 continue;
             }
@@ -169,10 +170,11 @@ impl Group {
     }
 
     /// Grows the group by `next` when it can join (see [`join`]), and says whether it did.
-    fn join(&mut self, next: &LoopStmt) -> bool {
+    /// `elem`: the kernel's element size.
+    fn join(&mut self, next: &LoopStmt, elem: u64) -> bool {
         if self.members.len() < 2 {
             // The first member may take `next`'s outer loop: the whole check.
-            let Some(grown) = join(&self.members, next) else {
+            let Some(grown) = join(&self.members, next, elem) else {
                 return false;
             };
             self.span = Group::span_of(&grown);
@@ -183,7 +185,7 @@ impl Group {
         // held for them: `join`'s checks of the others hold still, so only `next` is checked,
         // against the group's footprint (the check `iterations_disjoint` makes at depth 1).
         let outer = self.members[0].loops[0];
-        let Some(new) = with_outer_loop(next, &outer) else {
+        let Some(new) = with_outer_loop(next, &outer, elem) else {
             return false;
         };
         if reduction_split(&new) == 0 {
@@ -206,8 +208,8 @@ impl Group {
 }
 
 /// The group `group` grown by `next` (members possibly reshaped to share the outer loop), or
-/// `None` when `next` cannot join.
-fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
+/// `None` when `next` cannot join. `elem`: the kernel's element size.
+fn join(group: &[LoopStmt], next: &LoopStmt, elem: u64) -> Option<Vec<LoopStmt>> {
     let first = group.first()?;
     // The shared outer loop: the group's, or `next`'s when the group is one loopless statement.
     let outer = first
@@ -217,7 +219,7 @@ fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
     let grown: Vec<LoopStmt> = group
         .iter()
         .chain([next])
-        .map(|s| with_outer_loop(s, outer))
+        .map(|s| with_outer_loop(s, outer, elem))
         .collect::<Option<_>>()?;
     // A member's reduction loops are its body in code generation, never a shared loop.
     if grown.iter().any(|s| reduction_split(s) == 0) {
@@ -231,16 +233,19 @@ fn join(group: &[LoopStmt], next: &LoopStmt) -> Option<Vec<LoopStmt>> {
 /// extent and destination stride; its outermost loop split in two when that loop runs `k`
 /// times as long with a `k` times smaller stride (one of `outer`'s iterations is `k` of its
 /// own, as when `coalesce` merged two loops that another statement keeps apart); a fill or a
-/// contiguous copy of exactly `extent * stride` bytes cut into `extent` runs along it;
+/// contiguous copy of exactly `extent * stride` bytes cut into `extent` runs along it, when
+/// `stride` is a whole number of elements of `elem` bytes (a run is whole elements);
 /// otherwise `None`.
-fn with_outer_loop(s: &LoopStmt, outer: &Loop) -> Option<LoopStmt> {
+fn with_outer_loop(s: &LoopStmt, outer: &Loop, elem: u64) -> Option<LoopStmt> {
     if let Some(l) = s.loops.first() {
         if l.extent == outer.extent && l.dst_stride == outer.dst_stride {
             return Some(s.clone());
         }
         return split_outer_loop(s, outer);
     }
-    let stride = u64::try_from(outer.dst_stride).ok().filter(|&d| d > 0)?;
+    let stride = u64::try_from(outer.dst_stride)
+        .ok()
+        .filter(|&d| d > 0 && d.is_multiple_of(elem))?;
     if s.action.is_accumulate() || outer.extent.checked_mul(stride)? != s.bytes {
         return None;
     }
