@@ -43,9 +43,9 @@
 //!   offsets are computed in signed 64-bit arithmetic.
 //! - `fill-source`: a fill has source offset 0 and source strides 0; it does not read the
 //!   source, and the printer does not show them, so anything else would not round-trip.
-//! - `sum-terms`: an `accumulate ... = 0 + ...` (a sum from +0.0) has at most
-//!   [`crate::MAX_SUM_TERMS`] points in its reduction loops (its innermost loops of destination
-//!   stride 0), which code generation unrolls.
+//! - `sum-terms`: an `accumulate ... = 0 + ...` (a sum from +0.0), and an accumulation with a
+//!   window, has at most [`crate::MAX_SUM_TERMS`] points in its reduction loops (its innermost
+//!   loops of destination stride 0), which code generation unrolls.
 //! - `window`: a statement with a window ([`crate::Window`]) is an accumulation whose innermost
 //!   loop is a reduction loop (destination stride 0) of at most [`crate::MAX_SUM_TERMS`]
 //!   iterations; the window's ends and step are multiples of the element size, and every byte
@@ -698,7 +698,8 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
             "a fill does not read the source, so its source offset and strides must be 0",
         );
     }
-    if stmt.action == LoopAction::Sum {
+    // Code generation unrolls the reduction loops of both (see `sum-terms`).
+    if stmt.action == LoopAction::Sum || stmt.window.is_some() {
         let split = stmt.loops.len() - stmt.reduction_loops();
         let points = stmt.loops[split..]
             .iter()
@@ -707,8 +708,8 @@ fn verify_loop_stmt(kernel: &LoopKernel, stmt: &LoopStmt, diags: &mut Diagnostic
             diags.error(
                 "sum-terms",
                 format!(
-                    "a sum from +0.0 adds at most {MAX_SUM_TERMS} terms per run (its reduction \
-                     loops are unrolled); these have {}",
+                    "a sum from +0.0 or with a window adds at most {MAX_SUM_TERMS} terms per \
+                     run (its reduction loops are unrolled); these have {}",
                     points.map_or("more than 2^64".into(), |p| p.to_string())
                 ),
             );

@@ -129,4 +129,13 @@ fn verifier_checks_windows() {
          %dst[0 + 4 * i0] += %src[0 + 4 * i0] within bytes 0 to 4\n      for i0 in 0 to 8\n}\n",
         "reduction loop",
     );
+    // Code generation unrolls every reduction loop of a windowed sum: at most 64 terms, not
+    // 3 * 5 * 5 (the innermost loop alone has 5). The fuzz bodies found the verifier passing
+    // this and the JIT refusing it.
+    check(
+        "loops @k(%src: tensor<19xf32>) -> (%dst: tensor<1xf32>) {\n  accumulate 4 bytes \
+         %dst[0] += %src[0 + 0 * i0 + 0 * i1 + 0 * i2] within bytes 0 to 4\n      \
+         for i0 in 0 to 3, i1 in 0 to 5, i2 in 0 to 5\n}\n",
+        "sum-terms",
+    );
 }
