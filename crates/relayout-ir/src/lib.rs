@@ -46,7 +46,9 @@ pub use any::AnyKernel;
 pub use dtype::{half_sum, DType};
 pub use index_map::{Action, Constraint, DimRange, Kernel, Stmt};
 pub use interp::{interpret, interpret_loops, InterpError};
-pub use loops::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit, Window, MAX_SUM_TERMS};
+pub use loops::{
+    windows_cover, Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit, Window, MAX_SUM_TERMS,
+};
 pub use movement::Movement;
 pub use parse::{parse_any, parse_kernel, parse_loop_kernel, ParseError};
 pub use scalar::Scalar;

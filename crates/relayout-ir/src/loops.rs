@@ -98,6 +98,18 @@ pub struct LoopStmt {
     pub window: Option<Window>,
 }
 
+/// Whether the byte ranges `windows` (half-open, in any order) together cover every byte of
+/// a run of `run` bytes: the `window` check of the verifier, and where `output-stationary`
+/// may make a row whole.
+pub fn windows_cover(windows: &[(u64, u64)], run: u64) -> bool {
+    let mut sorted = windows.to_vec();
+    sorted.sort_unstable();
+    sorted
+        .iter()
+        .try_fold(0u64, |end, &(lo, hi)| (lo <= end).then_some(end.max(hi)))
+        .is_some_and(|end| end >= run)
+}
+
 /// The bytes of its run that each term of an accumulation adds to, when they differ from term
 /// to term: the term at iteration `k` of the innermost loop (a reduction loop) adds only the
 /// source elements at run bytes `[start + step * k, end + step * k)`, clamped to the run;

@@ -783,15 +783,11 @@ fn check_window(stmt: &LoopStmt, w: crate::Window, esize: u64, diags: &mut Diagn
     // their first byte.
     let extent = innermost.map_or(0, |l| l.extent);
     let windows: Option<Vec<(u64, u64)>> = (0..extent).map(|k| w.at(k, stmt.bytes)).collect();
-    let Some(mut windows) = windows else {
+    let Some(windows) = windows else {
         diags.error("window", "the window's bytes overflow i64");
         return false;
     };
-    windows.sort_unstable();
-    let covered = windows
-        .iter()
-        .try_fold(0u64, |end, &(lo, hi)| (lo <= end).then_some(end.max(hi)));
-    if extent > 0 && covered != Some(stmt.bytes) {
+    if extent > 0 && !crate::windows_cover(&windows, stmt.bytes) {
         diags.error(
             "window",
             format!(

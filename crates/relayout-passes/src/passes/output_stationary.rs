@@ -53,7 +53,7 @@
 
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
-use relayout_ir::{DType, Loop, LoopAction, LoopKernel, LoopStmt, Window};
+use relayout_ir::{windows_cover, DType, Loop, LoopAction, LoopKernel, LoopStmt, Window};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -558,20 +558,6 @@ fn windowed_cells(
     }
     out.sort_by_key(|s| std::cmp::Reverse(s.trip_count().saturating_mul(s.bytes)));
     Some(out)
-}
-
-/// Whether `windows` (byte ranges of a run) together cover all `run` bytes of it.
-fn windows_cover(windows: &[(u64, u64)], run: u64) -> bool {
-    let mut sorted = windows.to_vec();
-    sorted.sort_unstable();
-    let mut end = 0;
-    for (lo, hi) in sorted {
-        if lo > end {
-            return false;
-        }
-        end = end.max(hi);
-    }
-    end >= run
 }
 
 /// The members whose boxes hold the cell `[lo, hi)` at `levels` (coordinates per level).
