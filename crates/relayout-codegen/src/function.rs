@@ -17,7 +17,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use relayout_ir::{LoopAction, LoopKernel, LoopStmt, Unit};
+use relayout_ir::{Band, Loop, LoopAction, LoopKernel, LoopStmt, Unit};
 use std::borrow::Cow;
 
 /// The signature of every statement function:
@@ -183,21 +183,12 @@ fn translate_entries(
                         emit_unit_stmt(b, i, &stmt, &body, src_bytes, args, done)?
                     }
                     (Some(&Unit::Band(band)), _) => {
-                        let members: Vec<_> = band.members().collect();
-                        emit_band(
-                            b,
-                            kernel,
-                            &members,
-                            band.depth,
-                            src_bytes,
-                            args,
-                            &mut |b, i| {
-                                let (stmt, body) =
-                                    prepare(b, kernel, i, &kernel.stmts[i], config, imports)?;
-                                streams |= body.streams();
-                                Ok((stmt, body))
-                            },
-                        )?
+                        emit_band(b, kernel, band, src_bytes, args, &mut |b, i| {
+                            let (stmt, body) =
+                                prepare(b, kernel, i, &kernel.stmts[i], config, imports)?;
+                            streams |= body.streams();
+                            Ok((stmt, body))
+                        })?
                     }
                     (None, Some((i, stmt))) => {
                         let (stmt, body) = prepare(b, kernel, *i, stmt, config, imports)?;
@@ -317,41 +308,28 @@ fn emit_unit_stmt(
 type Prepare<'a, 'k> =
     dyn FnMut(&mut FunctionBuilder, usize) -> Result<(Cow<'k, LoopStmt>, Body), CodegenError> + 'a;
 
-/// A band of `depth` shared loops: for each iteration `i` of `[start, min(end, extent))` of
-/// the outermost one and every iteration of the others, every member's nest inside them at
-/// that point, in statement order. Leaves the builder in the block after the loops.
+/// A band: for each iteration `i` of `[start, min(end, extent))` of the outermost of its
+/// shared loops and every iteration of the others, every unit inside it at that point, in
+/// order (see [`emit_band_units`]). Leaves the builder in the block after the loops.
 ///
-/// `members` are statements of `kernel`; `prepare` makes a member's body and nest (see
-/// [`prepare`]) where the member's nest starts, inside the band's loops. Made before the
-/// loops, a body's constants (a fill's pattern vector) would be live across every other
-/// member's loops, which costs the register allocator a little (in instructions of a compile:
-/// 1.1% of col2im_3d's and of a constant Pad's, 1.6% of an 11x11 Im2Col's).
+/// `prepare` makes a member's body and nest (see [`prepare`]) where the member's nest starts,
+/// inside the band's loops. Made before the loops, a body's constants (a fill's pattern
+/// vector) would be live across every other member's loops, which costs the register
+/// allocator a little (in instructions of a compile: 1.1% of col2im_3d's and of a constant
+/// Pad's, 1.6% of an 11x11 Im2Col's).
 fn emit_band<'k>(
     b: &mut FunctionBuilder,
     kernel: &'k LoopKernel,
-    members: &[usize],
-    depth: usize,
+    band: Band,
     src_bytes: u64,
     [src, dst, start, end]: [Value; 4],
     prepare: &mut Prepare<'_, 'k>,
 ) -> Result<(), CodegenError> {
-    let Some(&first) = members.first() else {
-        return Ok(());
-    };
-    let depth = depth.max(1);
-    // The shared loops are the first member's outer loops, which its prepared nest keeps.
-    let first_loops = &kernel.stmts[first].loops;
-    let Some(shared) = first_loops.get(..depth) else {
-        return Err(CodegenError::BandDepth {
-            stmt: first,
-            loops: first_loops.len(),
-            depth,
-        });
-    };
+    let shared = band_loops(kernel, band, 0)?;
     // Members share their outer loops, so an empty loop anywhere empties only that member.
     let limit = b.ins().iconst(types::I64, shared[0].extent as i64);
     let end = b.ins().umin(end, limit);
-    let mut index: Vec<IndexLoop> = Vec::with_capacity(depth);
+    let mut index: Vec<IndexLoop> = Vec::with_capacity(band.depth);
     for (level, l) in shared.iter().enumerate() {
         let (from, to) = if level == 0 {
             (start, end)
@@ -363,7 +341,67 @@ fn emit_band<'k>(
         };
         index.push(IndexLoop::open(b, from, to));
     }
-    for &member in members {
+    emit_band_units(b, kernel, band, &mut index, src_bytes, [src, dst], prepare)?;
+    close_index_loops(b, index);
+    Ok(())
+}
+
+/// The shared loops of `band` from loop `from` on (those of the bands it is nested in come
+/// before): its first member's, which its prepared nest keeps.
+fn band_loops(kernel: &LoopKernel, band: Band, from: usize) -> Result<&[Loop], CodegenError> {
+    let loops = &kernel.stmts[band.first].loops;
+    let depth = band.depth.max(1);
+    loops
+        .get(from..depth)
+        .filter(|shared| !shared.is_empty())
+        .ok_or(CodegenError::BandDepth {
+            stmt: band.first,
+            loops: loops.len(),
+            depth,
+        })
+}
+
+/// Closes the loops of `index`, innermost first, each advancing its index by one.
+fn close_index_loops(b: &mut FunctionBuilder, index: Vec<IndexLoop>) {
+    for level in index.into_iter().rev() {
+        let next = b.ins().iadd_imm_u(level.index, 1);
+        level.close(b, next);
+    }
+}
+
+/// The units inside `band` at the point `index` of its shared loops (one index per loop),
+/// in order: a member's nest inside them, from pointers advanced by every shared index; a
+/// band nested in it inside loops over its further shared loops.
+fn emit_band_units<'k>(
+    b: &mut FunctionBuilder,
+    kernel: &'k LoopKernel,
+    band: Band,
+    index: &mut Vec<IndexLoop>,
+    src_bytes: u64,
+    [src, dst]: [Value; 2],
+    prepare: &mut Prepare<'_, 'k>,
+) -> Result<(), CodegenError> {
+    let depth = index.len();
+    for unit in kernel.units_in(band) {
+        let member = match unit {
+            Unit::Stmt(member) => member,
+            Unit::Band(nested) => {
+                let further = band_loops(kernel, nested, depth)?;
+                let opened: Vec<IndexLoop> = further
+                    .iter()
+                    .map(|l| {
+                        let from = b.ins().iconst(types::I64, 0);
+                        let to = b.ins().iconst(types::I64, l.extent as i64);
+                        IndexLoop::open(b, from, to)
+                    })
+                    .collect();
+                index.extend(opened);
+                emit_band_units(b, kernel, nested, index, src_bytes, [src, dst], prepare)?;
+                let opened = index.split_off(depth);
+                close_index_loops(b, opened);
+                continue;
+            }
+        };
         let (stmt, body) = prepare(b, member)?;
         let (stmt, body): (&LoopStmt, &Body) = (&stmt, &body);
         if stmt.loops.len() < depth {
@@ -377,15 +415,10 @@ fn emit_band<'k>(
             continue;
         }
         // The member's nest at this point of the band's outer loops: its loops from the
-        // innermost shared one on (that one run once, `Count::Const(1)`), from pointers
-        // advanced by every shared index.
-        let (s, d) = band_bases(b, stmt, body, &index, src, dst);
+        // innermost shared one on (that one run once, `Count::Const(1)`).
+        let (s, d) = band_bases(b, stmt, body, index, src, dst);
         let (inner, proven) = band_nest(stmt, depth, src_bytes);
         emit_nest(b, member, &inner, body, proven, Count::Const(1), (s, d))?;
-    }
-    for level in index.into_iter().rev() {
-        let next = b.ins().iadd_imm_u(level.index, 1);
-        level.close(b, next);
     }
     Ok(())
 }
@@ -438,11 +471,8 @@ fn band_nest(stmt: &LoopStmt, depth: usize, src_bytes: u64) -> (LoopStmt, u64) {
 /// Statement `index` of `k` (`stmt`) as its nest is emitted: inside its band, if it has one
 /// ([`band_nest`]), else whole, with the source bytes its loads are proven against.
 pub(crate) fn nest_in_band(k: &LoopKernel, index: usize, stmt: &LoopStmt) -> (LoopStmt, u64) {
-    let depth = k
-        .bands
-        .iter()
-        .find(|band| band.members().contains(&index))
-        .map_or(1, |band| band.depth);
+    // The innermost band's loops are the ones the nest runs inside.
+    let depth = k.band_of(index).map_or(1, |band| band.depth);
     band_nest(stmt, depth, src_bytes(k))
 }
 

@@ -2,7 +2,7 @@
 //! with every index checked. It is deliberately simple, because it is the oracle that every
 //! pass and the generated code are compared against.
 
-use crate::{Action, Kernel, LoopAction, LoopKernel, Stmt, Unit};
+use crate::{Action, Band, Kernel, LoopAction, LoopKernel, Stmt, Unit};
 
 /// Why a kernel could not be interpreted: a buffer of the wrong length, an index outside its
 /// tensor, or arithmetic that overflows. A verified kernel never produces the last two.
@@ -145,35 +145,53 @@ fn for_each_point(
 
 /// Runs a loop kernel on byte buffers, checking every run against its buffer. A band runs
 /// its shared loops once and, at each of their iterations, every member's inner loops in
-/// statement order.
+/// statement order, a band nested in it in its place.
 pub fn interpret_loops(kernel: &LoopKernel, src: &[u8], dst: &mut [u8]) -> Result<(), InterpError> {
     check_lengths(&kernel.src, &kernel.dst, src, dst)?;
     for unit in kernel.units() {
         match unit {
             Unit::Stmt(si) => run_loop_stmt(kernel, si, &[], src, dst)?,
-            Unit::Band(band) => {
-                let members = kernel
-                    .stmts
-                    .get(band.members())
-                    .ok_or_else(|| err(format!("band {band:?} leaves the kernel")))?;
-                let shared: Vec<u64> = members[0]
-                    .loops
-                    .get(..band.depth)
-                    .ok_or_else(|| err(format!("band {band:?} is deeper than its first member")))?
-                    .iter()
-                    .map(|l| l.extent)
-                    .collect();
-                let mut outer = Vec::with_capacity(band.depth);
-                for_each_counter(&shared, &mut outer, &mut |outer| {
-                    for si in band.members() {
-                        run_loop_stmt(kernel, si, outer, src, dst)?;
-                    }
-                    Ok(())
-                })?;
-            }
+            Unit::Band(band) => run_band(kernel, band, &[], src, dst)?,
         }
     }
     Ok(())
+}
+
+/// Runs `band` with its outermost loops fixed at `outer` (those of the bands it is nested
+/// in): at each iteration of its further shared loops, each unit inside it in order.
+fn run_band(
+    kernel: &LoopKernel,
+    band: Band,
+    outer: &[u64],
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<(), InterpError> {
+    let members = kernel
+        .stmts
+        .get(band.members())
+        .ok_or_else(|| err(format!("band {band:?} leaves the kernel")))?;
+    let shared: Vec<u64> = members[0]
+        .loops
+        .get(outer.len()..band.depth)
+        .ok_or_else(|| err(format!("band {band:?} is deeper than its first member")))?
+        .iter()
+        .map(|l| l.extent)
+        .collect();
+    let units = kernel.units_in(band);
+    let mut inner = Vec::with_capacity(shared.len());
+    let mut all = Vec::with_capacity(band.depth);
+    for_each_counter(&shared, &mut inner, &mut |inner| {
+        all.clear();
+        all.extend_from_slice(outer);
+        all.extend_from_slice(inner);
+        for &unit in &units {
+            match unit {
+                Unit::Stmt(si) => run_loop_stmt(kernel, si, &all, src, dst)?,
+                Unit::Band(nested) => run_band(kernel, nested, &all, src, dst)?,
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Calls `f` with `counters` set to every point of `extents` in row-major order (none when an

@@ -11,9 +11,11 @@
 //! band's loops run once, and at each of their iterations every member statement runs its own
 //! inner loops, in statement order. So one sweep over the outer loops does the work of all
 //! members (Col2Im's fill and its accumulations meet each output plane while it is in
-//! cache). The verifier only accepts a band whose iterations touch disjoint destination
+//! cache). A band may hold bands nested in it, which share more loops: a padded plane's
+//! top and bottom rows, then a band over its rows, each row written whole, inside a band over
+//! planes. The verifier only accepts a band whose iterations touch disjoint destination
 //! bytes, so a fused kernel always computes exactly what its unfused statements compute, in
-//! the same order per element; dropping the bands is always correct.
+//! the same order per element; dropping the bands, or any of them, is always correct.
 
 use crate::{DType, Scalar, TensorType};
 
@@ -185,6 +187,10 @@ impl LoopStmt {
 
 /// Statements `first .. first + len` of a kernel fused over their `depth` outermost loops,
 /// which all of them share (same extents, same destination strides): see the module docs.
+///
+/// A band nested in another has a range of the other's members (fewer of them) and more
+/// shared loops; at each iteration of the other's loops it runs, in its place among the
+/// other's members, as a band over its further loops.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Band {
     /// Index of the first member statement.
@@ -200,6 +206,15 @@ impl Band {
     pub fn members(&self) -> std::ops::Range<usize> {
         self.first..self.first + self.len
     }
+
+    /// Whether `other` is nested in this band: its members are some of this band's, and it
+    /// shares more loops.
+    pub fn contains(&self, other: Band) -> bool {
+        other.first >= self.first
+            && other.first + other.len <= self.first + self.len
+            && other.len < self.len
+            && other.depth > self.depth
+    }
 }
 
 /// A loop kernel: `dst` is fully defined by running `stmts` in order.
@@ -213,8 +228,9 @@ pub struct LoopKernel {
     pub dst: TensorType,
     /// The statements, run in order; a later one overwrites what an earlier one wrote.
     pub stmts: Vec<LoopStmt>,
-    /// Fused groups of consecutive statements, in statement order and not overlapping;
-    /// statements in no band run alone. Empty for an unfused kernel.
+    /// Fused groups of consecutive statements, in the order of their first members, a band
+    /// before the bands nested in it (see [`Band`]); two bands are either apart or one is
+    /// nested in the other. Statements in no band run alone. Empty for an unfused kernel.
     pub bands: Vec<Band>,
 }
 
@@ -245,26 +261,57 @@ impl LoopKernel {
         self.dst.dtype
     }
 
-    /// The statements and bands in the order they run. Assumes well-formed bands (in order,
-    /// not overlapping, inside `stmts`), which the parser and the verifier check.
+    /// The statements and bands in the order they run (bands nested in others are inside
+    /// those: see [`LoopKernel::units_in`]). Assumes well-formed bands (in order, nested or
+    /// apart, inside `stmts`), which the parser and the verifier check.
     pub fn units(&self) -> Vec<Unit> {
-        let mut units = Vec::with_capacity(self.stmts.len());
-        let mut bands = self.bands.iter().peekable();
-        let mut i = 0;
-        while i < self.stmts.len() {
-            match bands.peek() {
-                Some(b) if b.first == i => {
-                    units.push(Unit::Band(**b));
+        self.units_between(0, self.stmts.len(), None)
+    }
+
+    /// What runs at each iteration of `band`'s loops, in order: its members that are in no
+    /// band nested in it, and the bands nested directly in it.
+    pub fn units_in(&self, band: Band) -> Vec<Unit> {
+        self.units_between(band.first, band.first + band.len, Some(band))
+    }
+
+    /// The units of statements `from .. to`, inside `parent` (when some): a band found there
+    /// is the outermost one starting at its first member, other than `parent` itself.
+    fn units_between(&self, from: usize, to: usize, parent: Option<Band>) -> Vec<Unit> {
+        let mut units = Vec::with_capacity(to.saturating_sub(from));
+        let mut i = from;
+        while i < to {
+            // Bands are ordered by first member, a band before those nested in it.
+            let at = self.bands.partition_point(|b| b.first < i);
+            let band = self.bands[at..]
+                .iter()
+                .take_while(|b| b.first == i)
+                .find(|b| {
+                    Some(**b) != parent
+                        && b.first + b.len <= to
+                        && parent.is_none_or(|p| b.depth > p.depth)
+                });
+            match band {
+                Some(b) => {
+                    units.push(Unit::Band(*b));
                     i += b.len.max(1);
-                    bands.next();
                 }
-                _ => {
+                None => {
                     units.push(Unit::Stmt(i));
                     i += 1;
                 }
             }
         }
         units
+    }
+
+    /// The innermost band statement `i` is a member of, if any: the one whose loops its nest
+    /// runs inside.
+    pub fn band_of(&self, i: usize) -> Option<Band> {
+        self.bands
+            .iter()
+            .filter(|b| b.members().contains(&i))
+            .max_by_key(|b| b.depth)
+            .copied()
     }
 
     /// The same kernel without bands: every statement runs alone. Always computes the same

@@ -680,7 +680,7 @@ impl<'a> Parser<'a> {
             let tok = self.next()?;
             match &tok.kind {
                 Kind::Punct("}") => break,
-                Kind::Ident(w) if w == "fused" => bands.push(self.band(tok, &mut stmts)?),
+                Kind::Ident(w) if w == "fused" => self.band(tok, &[], &mut stmts, &mut bands)?,
                 Kind::Ident(w) if matches!(w.as_str(), "copy" | "fill" | "accumulate") => {
                     stmts.push(self.loop_stmt(tok)?);
                 }
@@ -701,17 +701,41 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// A band after its keyword `fused`: `for i0 in 0 to N, ... { statements }`. Every member
-    /// must start with the band's loops (same extents); there must be at least two members.
-    fn band(&mut self, kw: Token, stmts: &mut Vec<LoopStmt>) -> Result<Band, ParseError> {
+    /// A band after its keyword `fused`: `for i0 in 0 to N, ... { statements and bands }`,
+    /// pushed to `bands` before the bands nested in it. Every member must start with the
+    /// band's loops (same extents); there must be at least two members. `outer`: the loops of
+    /// the band this one is nested in (none at the top), which this one must extend.
+    fn band(
+        &mut self,
+        kw: Token,
+        outer: &[u64],
+        stmts: &mut Vec<LoopStmt>,
+        bands: &mut Vec<Band>,
+    ) -> Result<(), ParseError> {
         self.expect_word("for")?;
         let shared = self.loops()?;
+        if !(shared.len() > outer.len() && shared.starts_with(outer)) {
+            return Err(error_at(
+                &kw,
+                format!(
+                    "a band nested in another must share the other's loops and more \
+                     (extents {outer:?} and at least one more); this one shares {shared:?}"
+                ),
+            ));
+        }
         self.expect_punct("{")?;
         let first = stmts.len();
+        let at = bands.len();
+        bands.push(Band {
+            first,
+            len: 0,
+            depth: shared.len(),
+        });
         loop {
             let tok = self.next()?;
             match &tok.kind {
                 Kind::Punct("}") => break,
+                Kind::Ident(w) if w == "fused" => self.band(tok, &shared, stmts, bands)?,
                 Kind::Ident(w) if matches!(w.as_str(), "copy" | "fill" | "accumulate") => {
                     let stmt = self.loop_stmt(tok.clone())?;
                     let own: Vec<u64> = stmt.loops.iter().map(|l| l.extent).collect();
@@ -729,7 +753,7 @@ impl<'a> Parser<'a> {
                 _ => {
                     return Err(unexpected(
                         &tok,
-                        "a statement (`copy`, `fill` or `accumulate`) or `}`",
+                        "a statement (`copy`, `fill` or `accumulate`), `fused` or `}`",
                     ))
                 }
             }
@@ -741,11 +765,18 @@ impl<'a> Parser<'a> {
                 format!("a band fuses at least two statements; this one has {len}"),
             ));
         }
-        Ok(Band {
-            first,
-            len,
-            depth: shared.len(),
-        })
+        if bands[at + 1..]
+            .iter()
+            .any(|b| b.first == first && b.len == len)
+        {
+            return Err(error_at(
+                &kw,
+                "a band must have more members than a band nested in it; the band nested here \
+                 has all of them",
+            ));
+        }
+        bands[at].len = len;
+        Ok(())
     }
 
     // --- index-map statements --------------------------------------------------------------

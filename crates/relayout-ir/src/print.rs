@@ -329,7 +329,7 @@ impl Display for LoopKernel {
 impl LoopKernel {
     /// One unit of the schedule as the kernel prints it, without the kernel's indentation: a
     /// statement (its `for` line below it), or a band as `fused for i0 in 0 to 256 {`, its
-    /// members indented by two spaces, and `}`.
+    /// members and nested bands indented by two spaces, and `}`.
     pub fn unit_text(&self, unit: Unit) -> String {
         self.unit_text_with(unit, |_| None)
     }
@@ -337,23 +337,38 @@ impl LoopKernel {
     /// [`LoopKernel::unit_text`] with `note(i)`, when it is some, as a line under statement
     /// `i`, indented like the statement (what a listing says about each statement).
     pub fn unit_text_with(&self, unit: Unit, note: impl Fn(usize) -> Option<String>) -> String {
-        let dtype = self.dst.dtype;
         let mut body = String::new();
+        self.write_unit(&mut body, unit, "", &note);
+        // A statement's text ends with its last line, as `Display` prints it.
+        if body.ends_with('\n') {
+            body.pop();
+        }
+        body
+    }
+
+    /// Writes `unit` to `body`, each line after `indent`: a statement and its note, or a band
+    /// and, indented by two more spaces, the units inside it (statements and nested bands).
+    fn write_unit(
+        &self,
+        body: &mut String,
+        unit: Unit,
+        indent: &str,
+        note: &dyn Fn(usize) -> Option<String>,
+    ) {
         // Writing to a String cannot fail.
-        let stmt = |body: &mut String, i: usize, indent: &str| {
-            for line in InKernel(&self.stmts[i], dtype).to_string().lines() {
-                let _ = writeln!(body, "{indent}{line}");
-            }
-            if let Some(note) = note(i) {
-                let _ = writeln!(body, "{indent}{note}");
-            }
-        };
         match unit {
-            Unit::Stmt(i) => stmt(&mut body, i, ""),
+            Unit::Stmt(i) => {
+                for line in InKernel(&self.stmts[i], self.dst.dtype).to_string().lines() {
+                    let _ = writeln!(body, "{indent}{line}");
+                }
+                if let Some(note) = note(i) {
+                    let _ = writeln!(body, "{indent}{note}");
+                }
+            }
             Unit::Band(band) => {
                 // The shared loops, as the members' own loop lists spell them (the parser
                 // checks that they agree).
-                body.push_str("fused for ");
+                let _ = write!(body, "{indent}fused for ");
                 for (i, l) in self.stmts[band.first].loops[..band.depth]
                     .iter()
                     .enumerate()
@@ -364,17 +379,13 @@ impl LoopKernel {
                     let _ = write!(body, "i{i} in 0 to {}", l.extent);
                 }
                 body.push_str(" {\n");
-                for i in band.members() {
-                    stmt(&mut body, i, "  ");
+                let inner = format!("{indent}  ");
+                for unit in self.units_in(band) {
+                    self.write_unit(body, unit, &inner, note);
                 }
-                body.push('}');
+                let _ = writeln!(body, "{indent}}}");
             }
         }
-        // A statement's text ends with its last line, as `Display` prints it.
-        if body.ends_with('\n') {
-            body.pop();
-        }
-        body
     }
 }
 

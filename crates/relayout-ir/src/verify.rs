@@ -60,8 +60,10 @@
 //!
 //! Loop kernels, per band:
 //!
-//! - `bands`: bands are in statement order, do not overlap, lie inside the kernel, have at
-//!   least two members and a depth of at least one; every member has the band's loops first
+//! - `bands`: bands are in statement order, lie inside the kernel, have at least two members
+//!   and a depth of at least one; two bands are apart, or one is nested in the other (some of
+//!   its members, none outside it, more loops) and listed after it; every member has the
+//!   band's loops first
 //!   (same extents and destination strides), and different iterations of the band touch
 //!   disjoint destination bytes ([`crate::dependence::iterations_disjoint`]). So a band never
 //!   changes what the kernel computes, and its iterations may run on different threads.
@@ -72,7 +74,8 @@
 
 use crate::parse::MAX_EXPR_DEPTH;
 use crate::{
-    AffineExpr, Interval, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, TensorType, MAX_SUM_TERMS,
+    AffineExpr, Band, Interval, Kernel, LoopAction, LoopKernel, LoopStmt, Stmt, TensorType,
+    MAX_SUM_TERMS,
 };
 use std::fmt;
 
@@ -173,9 +176,14 @@ pub fn verify_loop_kernel(kernel: &LoopKernel) -> Result<(), VerifyError> {
 
 /// The `bands` check (see the module documentation).
 fn verify_bands(kernel: &LoopKernel, diags: &mut Diagnostics) {
+    // The bands that contain the next band's first member may hold it (innermost last), and
+    // where the bands before it end.
+    let mut open: Vec<Band> = Vec::new();
     let mut next_free = 0;
     for (b, band) in kernel.bands.iter().enumerate() {
         let end = band.first.checked_add(band.len);
+        open.retain(|o| o.first <= band.first && band.first < o.first + o.len);
+        let parent = open.last().copied();
         let shape_error = if band.len < 2 {
             Some(format!(
                 "band {b} has {} members; a band fuses at least two",
@@ -183,17 +191,29 @@ fn verify_bands(kernel: &LoopKernel, diags: &mut Diagnostics) {
             ))
         } else if band.depth == 0 {
             Some(format!("band {b} shares no loop (depth 0)"))
-        } else if band.first < next_free {
-            Some(format!(
-                "band {b} starts at statement {}, inside or before the previous band",
-                band.first
-            ))
         } else if end.is_none_or(|end| end > kernel.stmts.len()) {
             Some(format!(
                 "band {b} (statements {} to {}) goes past the last statement ({})",
                 band.first,
                 band.first.saturating_add(band.len).saturating_sub(1),
                 kernel.stmts.len().saturating_sub(1)
+            ))
+        } else if let Some(p) = parent.filter(|p| !p.contains(*band)) {
+            Some(format!(
+                "band {b} (statements {} to {}, {} loops) starts inside a band of statements \
+                 {} to {} ({} loops) but is not nested in it: a nested band has fewer of its \
+                 members, none outside it, and more loops",
+                band.first,
+                band.first + band.len - 1,
+                band.depth,
+                p.first,
+                p.first + p.len - 1,
+                p.depth
+            ))
+        } else if parent.is_none() && band.first < next_free {
+            Some(format!(
+                "band {b} starts at statement {}, inside or before the previous band",
+                band.first
             ))
         } else {
             None
@@ -202,7 +222,8 @@ fn verify_bands(kernel: &LoopKernel, diags: &mut Diagnostics) {
             diags.error("bands", message);
             continue;
         }
-        next_free = band.first + band.len;
+        next_free = next_free.max(band.first + band.len);
+        open.push(*band);
         diags.stmt = Some(band.first);
         if let Err(why) =
             crate::dependence::iterations_disjoint(&kernel.stmts[band.members()], band.depth)

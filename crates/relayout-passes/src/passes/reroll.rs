@@ -9,8 +9,8 @@
 //! same points.
 //!
 //! What it does: it walks the kernel's units (a statement alone, or a band of fused
-//! statements). Inside a band it looks at the members, outside at the statements between
-//! bands. From each statement it collects a run: later statements (up to [`WINDOW`] on) with
+//! statements). Inside a band it looks at the members between the bands nested in it (and
+//! inside those in turn), outside at the statements between bands. From each statement it collects a run: later statements (up to [`WINDOW`] on) with
 //! the same action, run length and loops (extents and strides), each one's destination and
 //! source offsets a fixed step from the previous one's, the destination step not zero. The
 //! run becomes its first statement with a new loop (extent the run's length, strides the
@@ -87,22 +87,59 @@ fn reroll_once(k: &LoopKernel) -> Option<LoopKernel> {
             Unit::Stmt(i) => alone.push(&k.stmts[i]),
             Unit::Band(band) => {
                 flush(&mut alone, &mut stmts, &mut merged_any);
-                let members: Vec<&LoopStmt> = k.stmts[band.members()].iter().collect();
-                let group = merge_runs(&members, band.depth);
-                merged_any |= group.len() < members.len();
-                if group.len() >= 2 {
-                    bands.push(Band {
-                        first: stmts.len(),
-                        len: group.len(),
-                        depth: band.depth,
-                    });
-                }
-                stmts.extend(group);
+                merged_any |= reroll_band(k, band, &mut stmts, &mut bands);
             }
         }
     }
     flush(&mut alone, &mut stmts, &mut merged_any);
     merged_any.then(|| k.with_stmts(stmts, bands))
+}
+
+/// Appends `band`'s statements to `stmts`, each run of translates among its members merged
+/// (between the bands nested in it, which are rerolled the same way), and the band, when it
+/// keeps two members or more, to `bands` before those nested in it. Whether any merged.
+fn reroll_band(
+    k: &LoopKernel,
+    band: Band,
+    stmts: &mut Vec<LoopStmt>,
+    bands: &mut Vec<Band>,
+) -> bool {
+    let first = stmts.len();
+    let at = bands.len();
+    bands.push(band);
+    let mut merged_any = false;
+    let mut members: Vec<&LoopStmt> = Vec::new();
+    // Merges the members collected since the last nested band; whether any merged.
+    let flush = |members: &mut Vec<&LoopStmt>, stmts: &mut Vec<LoopStmt>| {
+        let group = merge_runs(members, band.depth);
+        let merged = group.len() < members.len();
+        stmts.extend(group);
+        members.clear();
+        merged
+    };
+    for unit in k.units_in(band) {
+        match unit {
+            Unit::Stmt(i) => members.push(&k.stmts[i]),
+            Unit::Band(nested) => {
+                merged_any |= flush(&mut members, stmts);
+                merged_any |= reroll_band(k, nested, stmts, bands);
+            }
+        }
+    }
+    merged_any |= flush(&mut members, stmts);
+    // Runs merge only between nested bands, so a band keeps more members than any band
+    // nested in it, each of which keeps at least one. With fewer than two it is no band.
+    let len = stmts.len() - first;
+    if len >= 2 {
+        bands[at] = Band {
+            first,
+            len,
+            depth: band.depth,
+        };
+    } else {
+        bands.remove(at);
+    }
+    merged_any
 }
 
 /// `group` (consecutive statements) with each run of translates merged into one statement
