@@ -315,14 +315,15 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
 }
 
 /// `fuse-nests` on random padded-plane kernels: where the rows' pieces become a band over
-/// planes and rows (the others a band before it, moved only when they write apart from the
-/// rows), the result is what the unfused kernel computes, in the interpreter and in the JIT,
-/// whole and in pieces. Checks that both outcomes occur: deeper bands made (also of rows'
-/// pieces that a piece around them kept apart), and pieces that overlap the rows kept after
-/// them.
+/// planes and rows (nested in the band over planes, or after a band of the others when those
+/// only fill; pieces moved before the rows only when they write apart from them), the result
+/// is what the unfused kernel computes, in the interpreter and in the JIT, whole and in
+/// pieces. Checks that every outcome occurs: deeper bands made, nested and apart (also of
+/// rows' pieces that a piece around them kept apart), and pieces that overlap the rows kept
+/// after them.
 #[test]
 fn fused_rows_compute_what_they_computed() {
-    let (mut checked, mut deeper, mut kept, mut between) = (0, 0, 0, 0);
+    let (mut checked, mut deeper, mut kept, mut between, mut nested) = (0, 0, 0, 0, 0);
     for seed in 0..2000u64 {
         let k = random_rows_kernel(&mut Rng(seed ^ 0xfeed));
         if verify_loop_kernel(&k).is_err() {
@@ -335,6 +336,12 @@ fn fused_rows_compute_what_they_computed() {
             .any(|b| b.depth >= 2 && b.len < f.stmts.len())
         {
             deeper += 1;
+            if f.bands
+                .iter()
+                .any(|b| f.bands.iter().any(|outer| outer.contains(*b)))
+            {
+                nested += 1;
+            }
             // The rows' pieces were not consecutive: a piece around them came between.
             let in_rows: Vec<usize> = (0..k.stmts.len())
                 .filter(|&i| k.stmts[i].loops.len() == 2)
@@ -347,8 +354,12 @@ fn fused_rows_compute_what_they_computed() {
         }
     }
     println!(
-        "{checked} kernels verified: {deeper} with a deeper band ({between} of whose rows' \
-         pieces were apart), {kept} kept whole"
+        "{checked} kernels verified: {deeper} with a deeper band ({nested} nested in the band \
+         over planes, {between} of whose rows' pieces were apart), {kept} kept whole"
+    );
+    assert!(
+        nested * 10 >= deeper && (deeper - nested) * 10 >= deeper,
+        "{nested} of {deeper} deeper bands nested: both kinds should be common"
     );
     assert!(
         between * 4 >= deeper,

@@ -26,11 +26,12 @@
 //! - deepens each band while the members share the next loop too and stay disjoint;
 //! - when only some members share the next loop but they do most of the work (a padded
 //!   plane's rows between its top and bottom rows; a Col2Im's rows, whose edges come after
-//!   its top row), makes them a deeper band of their own, so each row is written whole in one
-//!   sweep, and the other members, which have no loops inside the band but a sum's reduction
-//!   loops, one band before it; the members after the run's first move before it only when
-//!   every band iteration has their bytes apart from those of the run's members before them
-//!   (see [`deeper_run`]), otherwise the band stays as it was;
+//!   its top row), makes them a deeper band, so each row is written whole in one sweep: nested
+//!   in the band, between the other members (which have no loops inside the band but a sum's
+//!   reduction loops), when those read the source; when they only write (fills), a band of
+//!   its own after a band of the others. Members move before the run only when every band
+//!   iteration has their bytes apart from those of the run's members before them (see
+//!   [`deeper_run`] and `Run`), otherwise the band stays as it was;
 //! - keeps a band only where it pays: an iteration must move at least [`MIN_ITERATION_BYTES`]
 //!   bytes per member with loops inside the band other than a sum's reduction loops (each
 //!   such member's nest is entered once per iteration; a member without is a few instructions
@@ -311,10 +312,10 @@ fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
 /// destination stride) and stay disjoint, the one that moves the most bytes, if that is at
 /// least [`DEEPER_RUN_WORK`] of the band's bytes, and not all of it, and two members or more.
 /// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
-/// the bytes, written in one sweep over the rows instead of three (the top and bottom rows
-/// then run apart, a few lines per plane); and a Col2Im's rows, whose left and right edges
-/// come after the top row (see [`FuseNests::close`] for when the others may move). The
-/// indices of the set's members, and the members.
+/// the bytes, written in one sweep over the rows instead of three; and a Col2Im's rows, whose
+/// left and right edges
+/// come after the top row (see `Run` for what becomes of it and when the others may move).
+/// The indices of the set's members, and the members.
 fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<(Vec<usize>, Vec<LoopStmt>)> {
     let work = |s: &LoopStmt| s.trip_count().saturating_mul(s.bytes);
     let total = members.iter().map(work).fold(0u64, u64::saturating_add);
@@ -354,46 +355,121 @@ fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<(Vec<usize>, Vec<Loo
 /// See [`deeper_run`].
 const DEEPER_RUN_WORK: f64 = 0.9;
 
+/// A run of a band's members that shares one more loop and does most of the work (a padded
+/// plane's rows between its top and bottom rows; a Col2Im's rows, whose left and right edges
+/// come after its top row), found by [`FuseNests::run_of`].
+///
+/// Where the others read the source (a reflect or edge Pad's top and bottom rows, a
+/// Col2Im's), the run becomes a band nested in the band ([`FuseNests::push_nesting`]): each
+/// row written whole, and the top and bottom rows in the same sweep over the planes, instead
+/// of a second sweep that fetches a few lines per plane, far apart, which the prefetchers do
+/// not follow. Reflect Pad of 4x256x64x64 f32 (`bench --op`, one thread, two interleaved
+/// rounds): 1.08-1.13x memcpy's time -> 0.86-0.87x; edge Pad of the same 1.11-1.14x ->
+/// 0.86-0.89x; reflect Pads of planes of 32x32 to 180x180 5-20% less time (76x76 1.06-1.12x
+/// -> 0.85-0.87x); 512x512 and a pad of 3 around 256x256 the same. Where the others only
+/// write (a constant Pad's
+/// top and bottom rows), the run's band comes after a band of the others, a second sweep over
+/// the planes that reads nothing: constant Pads of 8x512x24x24 and 8x128x48x48 f32 took 5-9%
+/// more time nested (their many small planes), 8x64x56x56 12% less, 8x64x112x112 and the
+/// suite's NHWC one the same.
+///
+/// Moving a member past a member of the run is legal when no byte is written by both (then
+/// their order does not matter; the source is never written, and an accumulate reads only the
+/// bytes it writes). Different iterations of the band touch disjoint bytes, so it is enough
+/// that within one iteration their bytes lie apart.
+struct Run {
+    /// The indices of the run's members, in order.
+    members: Vec<usize>,
+    /// The loops of the band the run is in.
+    depth: usize,
+}
+
+impl Run {
+    /// The indices of the band's `n` members that are not in the run, in order.
+    fn others(&self, n: usize) -> Vec<usize> {
+        (0..n).filter(|i| !self.members.contains(i)).collect()
+    }
+
+    /// Whether every member outside the run is a fill.
+    fn others_only_write(&self, members: &[LoopStmt]) -> bool {
+        self.others(members.len())
+            .iter()
+            .all(|&i| members[i].action.is_fill())
+    }
+
+    /// Whether `a` and `b` write bytes apart within one iteration of the band.
+    fn apart(&self, a: &LoopStmt, b: &LoopStmt) -> bool {
+        let (a, b) = (
+            dst_footprint(a, self.depth - 1),
+            dst_footprint(b, self.depth - 1),
+        );
+        a.1 <= b.0 || b.1 <= a.0
+    }
+
+    /// Whether the members outside the run that come after its first member may move before
+    /// it (each apart from the run's members before it).
+    fn others_move_before(&self, members: &[LoopStmt], upto: usize) -> bool {
+        let first = self.members[0];
+        self.others(members.len())
+            .into_iter()
+            .filter(|&i| first < i && i < upto)
+            .all(|i| {
+                self.members
+                    .iter()
+                    .filter(|&&r| r < i)
+                    .all(|&r| self.apart(&members[i], &members[r]))
+            })
+    }
+
+    /// [`Run::others_move_before`] for all the members after the run's first.
+    fn all_others_move_before(&self, members: &[LoopStmt]) -> bool {
+        self.others_move_before(members, members.len())
+    }
+
+    /// [`Run::others_move_before`] for the members between the run's first and last.
+    fn between_move_before(&self, members: &[LoopStmt]) -> bool {
+        self.others_move_before(members, *self.members.last().unwrap_or(&0))
+    }
+}
+
+/// How many loops a band of `members` shares, from `depth` on: as many as they all have,
+/// while the band's iterations stay disjoint.
+fn deepest(members: &[LoopStmt], mut depth: usize) -> usize {
+    while shares_loop(members, depth) && iterations_disjoint(members, depth + 1).is_ok() {
+        depth += 1;
+    }
+    depth
+}
+
 impl FuseNests {
     /// Appends a finished group to `out`: as a band when it has two or more members and fusing
-    /// pays (deepened as far as the members allow), else its statements as they were.
+    /// pays (deepened as far as the members allow, and where a run of them shares one more
+    /// loop, with that run as a band nested in it or, when the other members only write, as
+    /// a band of its own after theirs: see [`Run`]), else its statements as they were.
     fn close(&self, out: &mut LoopKernel, members: &[LoopStmt], originals: &[LoopStmt]) {
         if members.len() < 2 || !self.pays(members) {
             out.stmts.extend_from_slice(originals);
             return;
         }
-        let mut depth = 1;
-        while shares_loop(members, depth) && iterations_disjoint(members, depth + 1).is_ok() {
-            depth += 1;
-        }
-        if let Some((run, run_members)) = deeper_run(members, depth) {
-            // The run becomes a band of its own, deeper than this one, and the other members
-            // one band before it (their own writes per iteration, a few runs each): those
-            // after the run's first member move before it, which is legal when no byte is
-            // written by one of them and a member of the run (then their order does not
-            // matter; the source is never written, and an accumulate reads only the bytes it
-            // writes). Different iterations of this band touch disjoint bytes, so it is
-            // enough that within one iteration their bytes lie apart. Taken only when those
-            // members have no loops inside the band but their reduction loops (a sum's terms,
-            // its body in code generation), so that their band costs a few instructions per
-            // iteration, and when the run pays as a band of its own.
-            let rest: Vec<usize> = (0..members.len()).filter(|i| !run.contains(i)).collect();
-            let light = rest.iter().all(|&i| reduction_split(&members[i]) == depth);
-            let apart = |a: &LoopStmt, b: &LoopStmt| {
-                let (a, b) = (dst_footprint(a, depth - 1), dst_footprint(b, depth - 1));
-                a.1 <= b.0 || b.1 <= a.0
-            };
-            let movable = rest.iter().filter(|&&i| i > run[0]).all(|&i| {
-                run.iter()
-                    .filter(|&&r| r < i)
-                    .all(|&r| apart(&members[i], &members[r]))
-            });
-            let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
-                which.iter().map(|&i| from[i].clone()).collect()
-            };
-            if light && movable && self.pays(&run_members) {
-                self.close(out, &pick(members, &rest), &pick(originals, &rest));
-                self.close(out, &run_members, &pick(originals, &run));
+        let depth = deepest(members, 1);
+        if let Some(run) = self.run_of(members, depth) {
+            if run.others_only_write(members) {
+                if run.all_others_move_before(members) {
+                    // The run's band after a band of the others.
+                    let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
+                        which.iter().map(|&i| from[i].clone()).collect()
+                    };
+                    let others = run.others(members.len());
+                    self.close(out, &pick(members, &others), &pick(originals, &others));
+                    self.close(
+                        out,
+                        &pick(members, &run.members),
+                        &pick(originals, &run.members),
+                    );
+                    return;
+                }
+            } else if run.between_move_before(members) {
+                self.push_nesting(out, members, depth, &run);
                 return;
             }
         }
@@ -403,6 +479,61 @@ impl FuseNests {
             depth,
         });
         out.stmts.extend_from_slice(members);
+    }
+
+    /// Appends `members`, a band of `depth` loops, with `run` as a band nested in it: the
+    /// members before the run's last, other than the run's, then the run's band (itself
+    /// with a band nested in it where its members allow), then the members after it.
+    fn push_nesting(&self, out: &mut LoopKernel, members: &[LoopStmt], depth: usize, run: &Run) {
+        out.bands.push(Band {
+            first: out.stmts.len(),
+            len: members.len(),
+            depth,
+        });
+        let last = *run.members.last().unwrap_or(&0);
+        let others = run.others(members.len());
+        out.stmts.extend(
+            others
+                .iter()
+                .filter(|&&i| i < last)
+                .map(|&i| members[i].clone()),
+        );
+        let inner: Vec<LoopStmt> = run.members.iter().map(|&i| members[i].clone()).collect();
+        let inner_depth = deepest(&inner, depth + 1);
+        match self.run_of(&inner, inner_depth) {
+            Some(r) if !r.others_only_write(&inner) && r.between_move_before(&inner) => {
+                self.push_nesting(out, &inner, inner_depth, &r)
+            }
+            _ => {
+                out.bands.push(Band {
+                    first: out.stmts.len(),
+                    len: inner.len(),
+                    depth: inner_depth,
+                });
+                out.stmts.extend(inner);
+            }
+        }
+        out.stmts.extend(
+            others
+                .iter()
+                .filter(|&&i| i > last)
+                .map(|&i| members[i].clone()),
+        );
+    }
+
+    /// The run of `members` (a band of `depth` loops) that shares one more loop and does
+    /// most of the work ([`deeper_run`]), when the members outside it have no loops inside
+    /// the band but their reduction loops (a sum's terms, its body in code generation; a few
+    /// instructions per iteration each) and the run pays as a band of its own.
+    fn run_of(&self, members: &[LoopStmt], depth: usize) -> Option<Run> {
+        let (run, run_members) = deeper_run(members, depth)?;
+        let light = (0..members.len())
+            .filter(|i| !run.contains(i))
+            .all(|i| reduction_split(&members[i]) == depth);
+        (light && self.pays(&run_members)).then_some(Run {
+            members: run,
+            depth,
+        })
     }
 
     /// Whether a band of `members` over their outermost loop is worth it (see the module docs).
