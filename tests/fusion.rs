@@ -265,6 +265,13 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
                 src_stride: if reads { es * 8 } else { 0 },
                 dst_stride: row,
             });
+        } else if rng.below(2) == 0 {
+            // Two rows at once (a pad of two: its top rows), a loop inside the band.
+            loops.push(Loop {
+                extent: 2,
+                src_stride: if reads { es * 8 } else { 0 },
+                dst_stride: row,
+            });
         }
         // Rows start one row into the plane; the pieces around them anywhere in the plane
         // (the first or last row usually, inside the rows sometimes).
@@ -323,7 +330,8 @@ fn random_rows_kernel(rng: &mut Rng) -> LoopKernel {
 /// after them.
 #[test]
 fn fused_rows_compute_what_they_computed() {
-    let (mut checked, mut deeper, mut kept, mut between, mut nested) = (0, 0, 0, 0, 0);
+    let (mut checked, mut deeper, mut kept, mut between, mut nested, mut heavy) =
+        (0, 0, 0, 0, 0, 0);
     for seed in 0..2000u64 {
         let k = random_rows_kernel(&mut Rng(seed ^ 0xfeed));
         if verify_loop_kernel(&k).is_err() {
@@ -336,11 +344,18 @@ fn fused_rows_compute_what_they_computed() {
             .any(|b| b.depth >= 2 && b.len < f.stmts.len())
         {
             deeper += 1;
-            if f.bands
+            let inner = f
+                .bands
                 .iter()
-                .any(|b| f.bands.iter().any(|outer| outer.contains(*b)))
-            {
+                .find(|b| f.bands.iter().any(|outer| outer.contains(**b)));
+            if let Some(inner) = inner {
                 nested += 1;
+                // A member beside the nested band with a loop of its own inside the band.
+                if (0..f.stmts.len())
+                    .any(|i| !inner.members().contains(&i) && f.stmts[i].loops.len() >= 2)
+                {
+                    heavy += 1;
+                }
             }
             // The rows' pieces were not consecutive: a piece around them came between.
             let in_rows: Vec<usize> = (0..k.stmts.len())
@@ -355,7 +370,12 @@ fn fused_rows_compute_what_they_computed() {
     }
     println!(
         "{checked} kernels verified: {deeper} with a deeper band ({nested} nested in the band \
-         over planes, {between} of whose rows' pieces were apart), {kept} kept whole"
+         over planes, {heavy} of them beside members with loops of their own, {between} of \
+         whose rows' pieces were apart), {kept} kept whole"
+    );
+    assert!(
+        heavy * 20 >= nested,
+        "only {heavy} of {nested} nested bands beside members with loops"
     );
     assert!(
         nested * 10 >= deeper && (deeper - nested) * 10 >= deeper,

@@ -363,15 +363,17 @@ const DEEPER_RUN_WORK: f64 = 0.9;
 /// Col2Im's), the run becomes a band nested in the band ([`FuseNests::push_nesting`]): each
 /// row written whole, and the top and bottom rows in the same sweep over the planes, instead
 /// of a second sweep that fetches a few lines per plane, far apart, which the prefetchers do
-/// not follow. Reflect Pad of 4x256x64x64 f32 (`bench --op`, one thread, two interleaved
-/// rounds): 1.08-1.13x memcpy's time -> 0.86-0.87x; edge Pad of the same 1.11-1.14x ->
-/// 0.86-0.89x; reflect Pads of planes of 32x32 to 180x180 5-20% less time (76x76 1.06-1.12x
-/// -> 0.85-0.87x); 512x512 and a pad of 3 around 256x256 the same. Where the others only
-/// write (a constant Pad's
-/// top and bottom rows), the run's band comes after a band of the others, a second sweep over
-/// the planes that reads nothing: constant Pads of 8x512x24x24 and 8x128x48x48 f32 took 5-9%
-/// more time nested (their many small planes), 8x64x56x56 12% less, 8x64x112x112 and the
-/// suite's NHWC one the same.
+/// not follow, or (when the top and bottom rows are several, loops of their own) one sweep
+/// per piece of the rows. Measured with `bench --op`, one thread, two interleaved rounds,
+/// against the previous build, as kernel time / memcpy's: reflect Pad of 4x256x64x64 f32
+/// 1.08-1.13 -> 0.86-0.87 (pads of 2: 1.05-1.06 -> 0.83); edge Pad of the same 1.11-1.14 ->
+/// 0.86-0.89 (of 4x64x128x128, pads of 2: 1.02-1.05 -> 0.86-0.87); reflect Pads of planes of
+/// 32x32 to 180x180 5-20% less time (76x76 1.06-1.12 -> 0.85-0.87); pads of 3 around
+/// 8x3x256x256 1.24-1.26 -> 1.20-1.21; 1x64x512x512 the same. Where the others only write
+/// (a constant Pad's top and bottom rows, one each), the run's band comes after a band of
+/// the others, a second sweep over the planes that reads nothing: constant Pads of
+/// 8x512x24x24 and 8x128x48x48 f32 took 5-9% more time nested (their many small planes),
+/// 8x64x56x56 12% less, 8x64x112x112 and the suite's NHWC one the same.
 ///
 /// Moving a member past a member of the run is legal when no byte is written by both (then
 /// their order does not matter; the source is never written, and an accumulate reads only the
@@ -382,12 +384,24 @@ struct Run {
     members: Vec<usize>,
     /// The loops of the band the run is in.
     depth: usize,
+    /// Whether the members outside the run have no loops inside the band but their
+    /// reduction loops (a sum's terms, its body in code generation): a few instructions per
+    /// iteration each, so that a band of them alone pays.
+    light: bool,
 }
 
 impl Run {
     /// The indices of the band's `n` members that are not in the run, in order.
     fn others(&self, n: usize) -> Vec<usize> {
         (0..n).filter(|i| !self.members.contains(i)).collect()
+    }
+
+    /// Whether the run may become a band nested in the band of `members`: when the members
+    /// outside it are light, or none of the band's members sums (copies and fills only: a
+    /// Pad's top rows, loops of their own when there are several; a stride-2 Col2Im's top
+    /// rows, sums over loops of their own beside its rows, ran 2-4% slower nested).
+    fn nests(&self, members: &[LoopStmt]) -> bool {
+        self.light || members.iter().all(|m| !m.action.is_accumulate())
     }
 
     /// Whether every member outside the run is a fill.
@@ -454,7 +468,7 @@ impl FuseNests {
         let depth = deepest(members, 1);
         if let Some(run) = self.run_of(members, depth) {
             if run.others_only_write(members) {
-                if run.all_others_move_before(members) {
+                if run.light && run.all_others_move_before(members) {
                     // The run's band after a band of the others.
                     let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
                         which.iter().map(|&i| from[i].clone()).collect()
@@ -468,7 +482,7 @@ impl FuseNests {
                     );
                     return;
                 }
-            } else if run.between_move_before(members) {
+            } else if run.nests(members) && run.between_move_before(members) {
                 self.push_nesting(out, members, depth, &run);
                 return;
             }
@@ -501,7 +515,11 @@ impl FuseNests {
         let inner: Vec<LoopStmt> = run.members.iter().map(|&i| members[i].clone()).collect();
         let inner_depth = deepest(&inner, depth + 1);
         match self.run_of(&inner, inner_depth) {
-            Some(r) if !r.others_only_write(&inner) && r.between_move_before(&inner) => {
+            Some(r)
+                if !r.others_only_write(&inner)
+                    && r.nests(&inner)
+                    && r.between_move_before(&inner) =>
+            {
                 self.push_nesting(out, &inner, inner_depth, &r)
             }
             _ => {
@@ -522,17 +540,16 @@ impl FuseNests {
     }
 
     /// The run of `members` (a band of `depth` loops) that shares one more loop and does
-    /// most of the work ([`deeper_run`]), when the members outside it have no loops inside
-    /// the band but their reduction loops (a sum's terms, its body in code generation; a few
-    /// instructions per iteration each) and the run pays as a band of its own.
+    /// most of the work ([`deeper_run`]), when the run pays as a band of its own.
     fn run_of(&self, members: &[LoopStmt], depth: usize) -> Option<Run> {
         let (run, run_members) = deeper_run(members, depth)?;
         let light = (0..members.len())
             .filter(|i| !run.contains(i))
             .all(|i| reduction_split(&members[i]) == depth);
-        (light && self.pays(&run_members)).then_some(Run {
+        self.pays(&run_members).then_some(Run {
             members: run,
             depth,
+            light,
         })
     }
 
