@@ -313,9 +313,8 @@ fn shares_loop(members: &[LoopStmt], d: usize) -> bool {
 /// least [`DEEPER_RUN_WORK`] of the band's bytes, and not all of it, and two members or more.
 /// A padded plane's rows are the case: the left edge, body and right edge of each row, 97% of
 /// the bytes, written in one sweep over the rows instead of three; and a Col2Im's rows, whose
-/// left and right edges
-/// come after the top row (see `Run` for what becomes of it and when the others may move).
-/// The indices of the set's members, and the members.
+/// left and right edges come after the top row (see `Run` for what becomes of it and when the
+/// others may move). The indices of the set's members, and the members.
 fn deeper_run(members: &[LoopStmt], depth: usize) -> Option<(Vec<usize>, Vec<LoopStmt>)> {
     let work = |s: &LoopStmt| s.trip_count().saturating_mul(s.bytes);
     let total = members.iter().map(work).fold(0u64, u64::saturating_add);
@@ -396,12 +395,16 @@ impl Run {
         (0..n).filter(|i| !self.members.contains(i)).collect()
     }
 
-    /// Whether the run may become a band nested in the band of `members`: when the members
-    /// outside it are light, or none of the band's members sums (copies and fills only: a
-    /// Pad's top rows, loops of their own when there are several; a stride-2 Col2Im's top
-    /// rows, sums over loops of their own beside its rows, ran 2-4% slower nested).
+    /// Whether the run becomes a band nested in the band of `members`: when the members
+    /// outside it read the source (not [`Run::others_only_write`]), are light or none of the
+    /// band's members sums (copies and fills only: a Pad's top rows, loops of their own when
+    /// there are several; a stride-2 Col2Im's top rows, sums over loops of their own beside
+    /// its rows, ran 2-4% slower nested), and those between the run's members may move before
+    /// it.
     fn nests(&self, members: &[LoopStmt]) -> bool {
-        self.light || members.iter().all(|m| !m.action.is_accumulate())
+        !self.others_only_write(members)
+            && (self.light || members.iter().all(|m| !m.action.is_accumulate()))
+            && self.between_move_before(members)
     }
 
     /// Whether every member outside the run is a fill.
@@ -482,7 +485,7 @@ impl FuseNests {
                     );
                     return;
                 }
-            } else if run.nests(members) && run.between_move_before(members) {
+            } else if run.nests(members) {
                 self.push_nesting(out, members, depth, &run);
                 return;
             }
@@ -515,13 +518,7 @@ impl FuseNests {
         let inner: Vec<LoopStmt> = run.members.iter().map(|&i| members[i].clone()).collect();
         let inner_depth = deepest(&inner, depth + 1);
         match self.run_of(&inner, inner_depth) {
-            Some(r)
-                if !r.others_only_write(&inner)
-                    && r.nests(&inner)
-                    && r.between_move_before(&inner) =>
-            {
-                self.push_nesting(out, &inner, inner_depth, &r)
-            }
+            Some(r) if r.nests(&inner) => self.push_nesting(out, &inner, inner_depth, &r),
             _ => {
                 out.bands.push(Band {
                     first: out.stmts.len(),
