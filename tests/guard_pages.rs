@@ -331,7 +331,8 @@ fn medium_shapes_split_over_threads() {
         "Col2Im {image_shape = [64, 128], block_shape = [4, 4], strides = [4, 4]} : tensor<2x512x512xi1>",
         "Col2Im {image_shape = [64, 64], block_shape = [2, 2], strides = [2, 2]} : tensor<2x256x1024xbf16>",
         // The ops around the seeds, at shapes where the passes fuse bands (Im2Col's padding
-        // and rows, reflect Pad's planes), tile transposes and gather with steps.
+        // and rows, reflect Pad's planes with their rows' bands nested), tile transposes and
+        // gather with steps.
         "Im2Col {block_shape = [3, 3], pads = [1, 1, 1, 1]} : tensor<2x32x48x48xf32>",
         "Im2Col {block_shape = [2, 3], pads = [0, 1, 2, 0], strides = [2, 1], dilations = [1, 2]} : tensor<2x32x64x64xi16>",
         // ViT's patches (16x16 of 224x224 maps): register blocks in a band of two pieces,
@@ -341,6 +342,8 @@ fn medium_shapes_split_over_threads() {
         "Col2Im {image_shape = [224, 224], block_shape = [16, 16], strides = [16, 16]} : tensor<4x768x196xbf16>",
         r#"Pad {pads = [0, 0, 1, 1, 0, 0, 1, 1], mode = "reflect"} : tensor<2x32x48x48xf32>"#,
         r#"Pad {pads = [0, 0, 2, 3, 0, 0, 1, 2], mode = "edge"} : tensor<4x32x64x65xui8>"#,
+        // Bands over rows nested in bands over planes, beside the top rows' own loops.
+        r#"Pad {pads = [0, 0, 2, 2, 0, 0, 2, 2], mode = "wrap"} : tensor<2x32x64x64xf16>"#,
         r#"Pad {pads = [0, 1, 1, 0, 0, 1, 1, 0], mode = "constant", constant_value = 1.5} : tensor<2x32x32x64xf32>"#,
         "Slice {starts = [0, 1], ends = [64, 64], axes = [2, 3], steps = [2, 2]} : tensor<2x32x64x64xf32>",
         "Slice {starts = [1, 0], ends = [99, 99], axes = [2, 3], steps = [3, 3]} : tensor<8x8x99x99xui8>",
