@@ -67,8 +67,8 @@ pub const PREFETCH_DISTANCE: u64 = 4096;
 /// stream they follow badly: a few lines, then a jump. Measured (runs of 256 B to 1 KiB out
 /// of 32 to 64 MiB sources): 1.5-2.2x memcpy's time without, 1.0-1.4x with the runs
 /// [`PREFETCH_DISTANCE`] bytes ahead prefetched as each run is copied. Where the next run
-/// starts soon after a run ends (every other row), the helpers prefetch the bytes between
-/// them too, so that the source is read as one stream (the JIT's `helpers/ahead.rs`, with
+/// starts soon after a run ends (every other or third row), the helpers prefetch the bytes
+/// between them too, so that the source is read as one stream (the JIT's `helpers/ahead.rs`, with
 /// its measurements). (On x86-64; elsewhere the helper copies without prefetching.)
 pub fn prefetch_runs(bytes: u64, runs: u64) -> Option<u64> {
     (bytes > 0 && bytes < PREFETCH_RUN_MAX && runs > 1).then(|| PREFETCH_DISTANCE.div_ceil(bytes))

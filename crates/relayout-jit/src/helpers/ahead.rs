@@ -12,14 +12,19 @@ use super::StreamLoop;
 
 const LINE: usize = 64;
 
-/// The longest gap between a run and the next, beyond the run's own length, that is
-/// prefetched along with the run: the source is then read as one stream, the skipped bytes
-/// included, which the memory system serves faster than runs with holes between them, even
-/// though those holes are prefetched ahead. Measured (`bench --op`, one thread, two
-/// interleaved rounds, against prefetching the runs only): a stride-2 Slice of 8x64x128x128
-/// f32 on both axes (rows of 508 bytes read out of every other 512-byte row) 4.0-4.1 -> 2.2x
-/// memcpy's time, of 4x64x256x256 f16 4.0 -> 2.0-2.1x; every other row of the f32 one
-/// 2.0-2.1 -> 1.1-1.2x; a crop and a reversal with steps the same.
+/// The longest gap between a run and the next that is prefetched along with the run, as a
+/// multiple of the run's length plus [`GAP_PAST_RUN`] bytes: the source is then read as one
+/// stream, the skipped bytes included, which the memory system serves faster than runs with
+/// holes between them, even though those holes are prefetched ahead. Measured (`bench --op`,
+/// one thread, two interleaved rounds, against prefetching the runs only): a stride-2 Slice of
+/// 8x64x128x128 f32 on both axes (rows of 508 bytes read out of every other 512-byte row)
+/// 4.0-4.1 -> 2.2x memcpy's time, of 4x64x256x256 f16 4.0 -> 2.0-2.1x; every other row of the
+/// f32 one 2.0-2.1 -> 1.1-1.2x, every third row 2.2-2.5 -> 1.85-1.9x (against holes of one
+/// run's length only); every fourth row (holes of three runs) the same either way, so such
+/// holes are not read; a crop and a reversal with steps the same.
+const GAP_RUNS: usize = 2;
+
+/// See [`GAP_RUNS`].
 const GAP_PAST_RUN: usize = 2 * LINE;
 
 /// The source addresses of a nest's runs, in the order `each_run` visits them, starting some
@@ -86,8 +91,7 @@ impl<'a> Ahead<'a> {
     }
 
     /// Prefetches the lines of the next run ahead (`len` bytes), if there is one, and those
-    /// up to the run after it when that one starts at most `len + GAP_PAST_RUN` bytes
-    /// further on (see [`GAP_PAST_RUN`]).
+    /// up to the run after it when the gap is short (see [`GAP_RUNS`]).
     #[inline(always)]
     pub(super) fn prefetch_next(&mut self, len: usize) {
         let Some(at) = self.next() else { return };
@@ -96,7 +100,7 @@ impl<'a> Ahead<'a> {
         // comes before it, or past the nest's end: `self.at` is then only an address).
         let gap = (self.at as usize).wrapping_sub(at as usize + len);
         let end = at as usize
-            + if gap <= len + GAP_PAST_RUN {
+            + if gap <= GAP_RUNS * len + GAP_PAST_RUN {
                 len + gap
             } else {
                 len
