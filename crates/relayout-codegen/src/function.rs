@@ -330,17 +330,8 @@ fn emit_band<'k>(
     let limit = b.ins().iconst(types::I64, shared[0].extent as i64);
     let end = b.ins().umin(end, limit);
     let mut index: Vec<IndexLoop> = Vec::with_capacity(band.depth);
-    for (level, l) in shared.iter().enumerate() {
-        let (from, to) = if level == 0 {
-            (start, end)
-        } else {
-            (
-                b.ins().iconst(types::I64, 0),
-                b.ins().iconst(types::I64, l.extent as i64),
-            )
-        };
-        index.push(IndexLoop::open(b, from, to));
-    }
+    index.push(IndexLoop::open(b, start, end));
+    index.extend(shared[1..].iter().map(|l| whole_loop(b, l)));
     emit_band_units(b, kernel, band, &mut index, src_bytes, [src, dst], prepare)?;
     close_index_loops(b, index);
     Ok(())
@@ -359,6 +350,13 @@ fn band_loops(kernel: &LoopKernel, band: Band, from: usize) -> Result<&[Loop], C
             loops: loops.len(),
             depth,
         })
+}
+
+/// Opens a loop over all of `l`'s iterations (a band's shared loop inside its outermost).
+fn whole_loop(b: &mut FunctionBuilder, l: &Loop) -> IndexLoop {
+    let from = b.ins().iconst(types::I64, 0);
+    let to = b.ins().iconst(types::I64, l.extent as i64);
+    IndexLoop::open(b, from, to)
 }
 
 /// Closes the loops of `index`, innermost first, each advancing its index by one.
@@ -387,14 +385,7 @@ fn emit_band_units<'k>(
             Unit::Stmt(member) => member,
             Unit::Band(nested) => {
                 let further = band_loops(kernel, nested, depth)?;
-                let opened: Vec<IndexLoop> = further
-                    .iter()
-                    .map(|l| {
-                        let from = b.ins().iconst(types::I64, 0);
-                        let to = b.ins().iconst(types::I64, l.extent as i64);
-                        IndexLoop::open(b, from, to)
-                    })
-                    .collect();
+                let opened: Vec<IndexLoop> = further.iter().map(|l| whole_loop(b, l)).collect();
                 index.extend(opened);
                 emit_band_units(b, kernel, nested, index, src_bytes, [src, dst], prepare)?;
                 let opened = index.split_off(depth);

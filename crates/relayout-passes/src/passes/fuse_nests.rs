@@ -381,6 +381,8 @@ const DEEPER_RUN_WORK: f64 = 0.9;
 struct Run {
     /// The indices of the run's members, in order.
     members: Vec<usize>,
+    /// The indices of the band's other members, in order.
+    others: Vec<usize>,
     /// The loops of the band the run is in.
     depth: usize,
     /// Whether the members outside the run have no loops inside the band but their
@@ -390,11 +392,6 @@ struct Run {
 }
 
 impl Run {
-    /// The indices of the band's `n` members that are not in the run, in order.
-    fn others(&self, n: usize) -> Vec<usize> {
-        (0..n).filter(|i| !self.members.contains(i)).collect()
-    }
-
     /// Whether the run becomes a band nested in the band of `members`: when the members
     /// outside it read the source (not [`Run::others_only_write`]), are light or none of the
     /// band's members sums (copies and fills only: a Pad's top rows, loops of their own when
@@ -409,9 +406,7 @@ impl Run {
 
     /// Whether every member outside the run is a fill.
     fn others_only_write(&self, members: &[LoopStmt]) -> bool {
-        self.others(members.len())
-            .iter()
-            .all(|&i| members[i].action.is_fill())
+        self.others.iter().all(|&i| members[i].action.is_fill())
     }
 
     /// Whether `a` and `b` write bytes apart within one iteration of the band.
@@ -427,10 +422,10 @@ impl Run {
     /// it (each apart from the run's members before it).
     fn others_move_before(&self, members: &[LoopStmt], upto: usize) -> bool {
         let first = self.members[0];
-        self.others(members.len())
-            .into_iter()
-            .filter(|&i| first < i && i < upto)
-            .all(|i| {
+        self.others
+            .iter()
+            .filter(|&&i| first < i && i < upto)
+            .all(|&i| {
                 self.members
                     .iter()
                     .filter(|&&r| r < i)
@@ -476,8 +471,11 @@ impl FuseNests {
                     let pick = |from: &[LoopStmt], which: &[usize]| -> Vec<LoopStmt> {
                         which.iter().map(|&i| from[i].clone()).collect()
                     };
-                    let others = run.others(members.len());
-                    self.close(out, &pick(members, &others), &pick(originals, &others));
+                    self.close(
+                        out,
+                        &pick(members, &run.others),
+                        &pick(originals, &run.others),
+                    );
                     self.close(
                         out,
                         &pick(members, &run.members),
@@ -508,9 +506,8 @@ impl FuseNests {
             depth,
         });
         let last = *run.members.last().unwrap_or(&0);
-        let others = run.others(members.len());
         out.stmts.extend(
-            others
+            run.others
                 .iter()
                 .filter(|&&i| i < last)
                 .map(|&i| members[i].clone()),
@@ -529,7 +526,7 @@ impl FuseNests {
             }
         }
         out.stmts.extend(
-            others
+            run.others
                 .iter()
                 .filter(|&&i| i > last)
                 .map(|&i| members[i].clone()),
@@ -540,11 +537,13 @@ impl FuseNests {
     /// most of the work ([`deeper_run`]), when the run pays as a band of its own.
     fn run_of(&self, members: &[LoopStmt], depth: usize) -> Option<Run> {
         let (run, run_members) = deeper_run(members, depth)?;
-        let light = (0..members.len())
-            .filter(|i| !run.contains(i))
-            .all(|i| reduction_split(&members[i]) == depth);
+        let others: Vec<usize> = (0..members.len()).filter(|i| !run.contains(i)).collect();
+        let light = others
+            .iter()
+            .all(|&i| reduction_split(&members[i]) == depth);
         self.pays(&run_members).then_some(Run {
             members: run,
+            others,
             depth,
             light,
         })

@@ -10,9 +10,10 @@
 //!
 //! What it does: it walks the kernel's units (a statement alone, or a band of fused
 //! statements). Inside a band it looks at the members between the bands nested in it (and
-//! inside those in turn), outside at the statements between bands. From each statement it collects a run: later statements (up to [`WINDOW`] on) with
-//! the same action, run length and loops (extents and strides), each one's destination and
-//! source offsets a fixed step from the previous one's, the destination step not zero. The
+//! inside those in turn), outside at the statements between bands. From each statement it
+//! collects a run: later statements (up to [`WINDOW`] on) with the same action, run length
+//! and loops (extents and strides), each one's destination and source offsets a fixed step
+//! from the previous one's, the destination step not zero. The
 //! run becomes its first statement with a new loop (extent the run's length, strides the
 //! steps) placed right inside the loops its band shares (outermost for a statement alone), in
 //! the first statement's place. It repeats until nothing merges, so pieces on a grid (a
@@ -73,26 +74,42 @@ impl_pass!(loops Reroll);
 fn reroll_once(k: &LoopKernel) -> Option<LoopKernel> {
     let mut stmts = Vec::with_capacity(k.stmts.len());
     let mut bands = Vec::with_capacity(k.bands.len());
+    let merged_any = reroll_units(k, &k.units(), 0, &mut stmts, &mut bands);
+    merged_any.then(|| k.with_stmts(stmts, bands))
+}
+
+/// Appends the statements of `units` (the kernel's, or those inside a band of `depth` loops)
+/// to `stmts`, each run of translates among the statements between bands merged with its
+/// new loop at `depth`, and each band rerolled the same way ([`reroll_band`]). Whether any
+/// merged.
+fn reroll_units(
+    k: &LoopKernel,
+    units: &[Unit],
+    depth: usize,
+    stmts: &mut Vec<LoopStmt>,
+    bands: &mut Vec<Band>,
+) -> bool {
     let mut merged_any = false;
     // Statements outside bands, collected until the next band (or the end) closes the group.
-    let mut alone: Vec<&LoopStmt> = Vec::new();
-    let flush = |alone: &mut Vec<&LoopStmt>, stmts: &mut Vec<LoopStmt>, merged: &mut bool| {
-        let group = merge_runs(alone, 0);
-        *merged |= group.len() < alone.len();
-        stmts.extend(group);
-        alone.clear();
+    let mut group: Vec<&LoopStmt> = Vec::new();
+    let flush = |group: &mut Vec<&LoopStmt>, stmts: &mut Vec<LoopStmt>| {
+        let merged = merge_runs(group, depth);
+        let any = merged.len() < group.len();
+        stmts.extend(merged);
+        group.clear();
+        any
     };
-    for unit in k.units() {
+    for &unit in units {
         match unit {
-            Unit::Stmt(i) => alone.push(&k.stmts[i]),
+            Unit::Stmt(i) => group.push(&k.stmts[i]),
             Unit::Band(band) => {
-                flush(&mut alone, &mut stmts, &mut merged_any);
-                merged_any |= reroll_band(k, band, &mut stmts, &mut bands);
+                merged_any |= flush(&mut group, stmts);
+                merged_any |= reroll_band(k, band, stmts, bands);
             }
         }
     }
-    flush(&mut alone, &mut stmts, &mut merged_any);
-    merged_any.then(|| k.with_stmts(stmts, bands))
+    merged_any |= flush(&mut group, stmts);
+    merged_any
 }
 
 /// Appends `band`'s statements to `stmts`, each run of translates among its members merged
@@ -107,26 +124,7 @@ fn reroll_band(
     let first = stmts.len();
     let at = bands.len();
     bands.push(band);
-    let mut merged_any = false;
-    let mut members: Vec<&LoopStmt> = Vec::new();
-    // Merges the members collected since the last nested band; whether any merged.
-    let flush = |members: &mut Vec<&LoopStmt>, stmts: &mut Vec<LoopStmt>| {
-        let group = merge_runs(members, band.depth);
-        let merged = group.len() < members.len();
-        stmts.extend(group);
-        members.clear();
-        merged
-    };
-    for unit in k.units_in(band) {
-        match unit {
-            Unit::Stmt(i) => members.push(&k.stmts[i]),
-            Unit::Band(nested) => {
-                merged_any |= flush(&mut members, stmts);
-                merged_any |= reroll_band(k, nested, stmts, bands);
-            }
-        }
-    }
-    merged_any |= flush(&mut members, stmts);
+    let merged_any = reroll_units(k, &k.units_in(band), band.depth, stmts, bands);
     // Runs merge only between nested bands, so a band keeps more members than any band
     // nested in it, each of which keeps at least one. With fewer than two it is no band.
     let len = stmts.len() - first;
