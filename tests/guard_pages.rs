@@ -313,6 +313,10 @@ fn medium_shapes_split_over_threads() {
         // Whole rows whose kernel positions add over windows of them: the vectors at a
         // window's ends are loaded inside the window, so none reads past the source's ends.
         "Col2Im {image_shape = [8, 12, 10], block_shape = [3, 3, 3], pads = [1, 1, 1, 1, 1, 1]} : tensor<2x432x960xf32>",
+        // The same kind of rows for each kernel depth run through one body, given each
+        // depth's addresses and count of planes (`group-alike`, codegen's shared bodies).
+        "Col2Im {image_shape = [6, 7, 5], block_shape = [3, 3, 3], pads = [1, 1, 1, 1, 1, 1]} : tensor<16x54x210xf64>",
+        "Col2Im {image_shape = [8, 12, 10], block_shape = [3, 3, 3], dilations = [2, 1, 1], pads = [2, 1, 1, 2, 1, 1]} : tensor<2x432x960xi64>",
         "Col2Im {image_shape = [20, 23], block_shape = [3, 3], dilations = [2, 2], pads = [2, 2, 2, 2]} : tensor<3x144x460xf64>",
         // Half-precision sums run in the JIT's sum helper (no generated code), in bands whose
         // shared loops the JIT runs and cuts over threads.

@@ -1261,8 +1261,8 @@ pub fn passes_loop_kernel(inp: &mut Input) -> LoopKernel {
 
 /// The loop pipelines [`loop_passes_bytes`] runs: each loop pass alone, the loop part of the
 /// default pipeline, and fusion forced (`FuseNests::always`, which tiny kernels need) followed
-/// by `reroll` and `long-runs-first`.
-pub const LOOP_PIPELINES: [&str; 9] = [
+/// by `reroll`, `long-runs-first` and `group-alike`.
+pub const LOOP_PIPELINES: [&str; 10] = [
     "output-stationary",
     "coalesce",
     "interchange",
@@ -1271,7 +1271,8 @@ pub const LOOP_PIPELINES: [&str; 9] = [
     "fuse-nests",
     "reroll",
     "fuse-nests,long-runs-first",
-    "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first",
+    "fuse-nests,group-alike",
+    "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first,group-alike",
 ];
 
 /// A random loop kernel that verifies: every loop pipeline keeps it verified and keeps its
@@ -1279,7 +1280,9 @@ pub const LOOP_PIPELINES: [&str; 9] = [
 /// into one element), in the interpreter and in the JIT in guarded buffers, whole and in
 /// pieces.
 pub fn loop_passes_bytes(data: &[u8]) {
-    use relayout_passes::{FuseNests, LongRunsFirst, Pass, PassManager, Pipeline, Reroll};
+    use relayout_passes::{
+        FuseNests, GroupAlike, LongRunsFirst, Pass, PassManager, Pipeline, Reroll,
+    };
     let mut inp = Input::new(data);
     let k = passes_loop_kernel(&mut inp);
     if verify_loop_kernel(&k).is_err() {
@@ -1322,5 +1325,9 @@ pub fn loop_passes_bytes(data: &[u8]) {
     match LongRunsFirst.run(AnyKernel::Loops(fused.clone())) {
         Ok(AnyKernel::Loops(out)) => check("forced fuse-nests, then long-runs-first", &out),
         other => panic!("long-runs-first: {other:?}\n{fused}"),
+    }
+    match GroupAlike.run(AnyKernel::Loops(fused.clone())) {
+        Ok(AnyKernel::Loops(out)) => check("forced fuse-nests, then group-alike", &out),
+        other => panic!("group-alike: {other:?}\n{fused}"),
     }
 }

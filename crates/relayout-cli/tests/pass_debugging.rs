@@ -86,7 +86,7 @@ fn print_pipeline_prints_what_opt_passes_accepts() {
     let pipeline = pipeline.trim();
     assert!(
         pipeline.starts_with("canonicalize,")
-            && pipeline.ends_with(",fuse-nests,reroll,long-runs-first")
+            && pipeline.ends_with(",fuse-nests,reroll,long-runs-first,group-alike")
     );
     // The printed string is accepted back, and a given --passes prints as itself.
     let again = stdout(&relayout(
@@ -190,7 +190,7 @@ fn dumps_combine_with_emit_and_a_given_pipeline() {
     ));
     let dumps = dumped(&out);
     assert_eq!(dumps.first().map(String::as_str), Some("SpaceToDepth"));
-    assert_eq!(dumps.last().map(String::as_str), Some("long-runs-first"));
+    assert_eq!(dumps.last().map(String::as_str), Some("group-alike"));
     let loops = stdout(&relayout(&["lower", S2D, "--emit", "loop"], ""));
     let tail = out
         .split("// ----- loop IR ----- //\n")

@@ -27,6 +27,22 @@ use relayout_ir::{DType, LoopAction, LoopKernel, LoopStmt};
 /// assert!(relayout_codegen::describe(&k, 0).unwrap().starts_with("a vector loop"));
 /// ```
 pub fn describe(k: &LoopKernel, index: usize) -> Option<String> {
+    let what = describe_run(k, index)?;
+    Some(match crate::alike::shared_with(k, index) {
+        Some(run) => {
+            let names: Vec<String> = run.iter().map(|i| i.to_string()).collect();
+            format!(
+                "{what}; one body for statements {} of the band (alike: only their offsets \
+                 and counts differ), run for each in turn with its addresses and counts",
+                names.join(", ")
+            )
+        }
+        None => what,
+    })
+}
+
+/// What [`describe`] says of one statement's runs, whether or not it shares its body.
+fn describe_run(k: &LoopKernel, index: usize) -> Option<String> {
     let stmt = k.stmts.get(index)?;
     let bytes = stmt.bytes;
     if stmt.loops.iter().any(|l| l.extent == 0) {

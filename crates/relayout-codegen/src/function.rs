@@ -1,5 +1,6 @@
 //! One Cranelift function per loop statement: the entry block, the outer range, the nest.
 
+use crate::alike;
 use crate::body::Body;
 use crate::byte_channels::{Deinterleave, Interleave};
 use crate::copy;
@@ -252,6 +253,12 @@ fn emit_dispatch(
         None => b.ins().jump(dispatch, &[]),
     };
     b.switch_to_block(dispatch);
+    switch(b, which, blocks, exit);
+}
+
+/// Branches to `blocks[which]`, or to `exit` when `which` is out of range: by comparisons
+/// for a few blocks, else by a jump table.
+pub(crate) fn switch(b: &mut FunctionBuilder, which: Value, blocks: &[Block], exit: Block) {
     if blocks.len() <= COMPARED_ENTRIES {
         for (k, &block) in blocks.iter().enumerate() {
             let is_k = b.ins().icmp_imm_u(IntCC::Equal, which, k as i64);
@@ -380,10 +387,13 @@ fn emit_band_units<'k>(
     prepare: &mut Prepare<'_, 'k>,
 ) -> Result<(), CodegenError> {
     let depth = index.len();
-    for unit in kernel.units_in(band) {
-        let member = match unit {
+    let units = kernel.units_in(band);
+    let mut at = 0;
+    while at < units.len() {
+        let member = match units[at] {
             Unit::Stmt(member) => member,
             Unit::Band(nested) => {
+                at += 1;
                 let further = band_loops(kernel, nested, depth)?;
                 let opened: Vec<IndexLoop> = further.iter().map(|l| whole_loop(b, l)).collect();
                 index.extend(opened);
@@ -393,6 +403,9 @@ fn emit_band_units<'k>(
                 continue;
             }
         };
+        let shared = alike::shared_len(kernel, &units[at..], depth);
+        let run = &units[at..at + shared];
+        at += shared;
         let (stmt, body) = prepare(b, member)?;
         let (stmt, body): (&LoopStmt, &Body) = (&stmt, &body);
         if stmt.loops.len() < depth {
@@ -408,6 +421,18 @@ fn emit_band_units<'k>(
         // The member's nest at this point of the band's outer loops: its loops from the
         // innermost shared one on (that one run once, `Count::Const(1)`).
         let (s, d) = band_bases(b, stmt, body, index, src, dst);
+        if run.len() > 1 {
+            let members: Vec<usize> = run
+                .iter()
+                .filter_map(|u| match *u {
+                    Unit::Stmt(i) => Some(i),
+                    Unit::Band(_) => None,
+                })
+                .collect();
+            let emitter = Emitter { stmt: member, body };
+            alike::emit_shared(b, kernel, &members, depth, emitter, stmt, (s, d))?;
+            continue;
+        }
         let (inner, proven) = band_nest(stmt, depth, src_bytes);
         emit_nest(b, member, &inner, body, proven, Count::Const(1), (s, d))?;
     }

@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 mod accumulate;
+mod alike;
 mod body;
 mod byte_channels;
 mod copy;

@@ -233,12 +233,29 @@ impl Emitter<'_> {
         if self.body.emit_stream_nest(b, loops, count, src, dst) {
             return Ok(());
         }
+        let mut counts = vec![count];
+        counts.extend(loops.iter().skip(1).map(|l| Count::Const(l.extent)));
+        self.counted_nest(b, loops, &counts, src, dst)
+    }
+
+    /// [`Emitter::nest`] with a count for every loop (`counts[i]` for `loops[i]`): a runtime
+    /// count runs that loop in place of its extent, which must then be at most the count
+    /// (the unrolling is chosen by it). Code generation runs alike members of a band through
+    /// one nest so, each with its own counts. Not for streaming bodies.
+    pub fn counted_nest(
+        &self,
+        b: &mut FunctionBuilder,
+        loops: &[Loop],
+        counts: &[Count],
+        src: Addr,
+        dst: Addr,
+    ) -> Result<(), CodegenError> {
         let overflow = || self.overflow("an unrolled offset");
         // Fold small innermost loops into the pattern. The outermost loop is never folded:
-        // its count is only known at run time.
+        // its count is only known at run time; nor is any other with a runtime count.
         let mut pattern = vec![(0i64, 0i64)];
         let mut depth = loops.len();
-        while self.body.is_small() && depth > 1 {
+        while self.body.is_small() && depth > 1 && matches!(counts[depth - 1], Count::Const(_)) {
             let l = &loops[depth - 1];
             let runs = usize::try_from(l.extent)
                 .ok()
@@ -259,22 +276,24 @@ impl Emitter<'_> {
             pattern = folded;
             depth -= 1;
         }
-        self.levels(b, &loops[..depth], &pattern, count, src, dst)?;
+        self.levels(b, &loops[..depth], &counts[..depth], &pattern, src, dst)?;
         Ok(())
     }
 
-    /// The loops that were not folded, around the pattern. Returns `src` and `dst` as
-    /// [`rebasing_loop`] does.
+    /// The loops that were not folded, around the pattern, each running its count of
+    /// `counts`. Returns `src` and `dst` as [`rebasing_loop`] does.
     fn levels(
         &self,
         b: &mut FunctionBuilder,
         loops: &[Loop],
+        counts: &[Count],
         pattern: &Pattern,
-        count: Count,
         src: Addr,
         dst: Addr,
     ) -> Result<(Addr, Addr), CodegenError> {
-        let Some((l, inner)) = loops.split_first() else {
+        let (Some((l, inner)), Some((&count, inner_counts))) =
+            (loops.split_first(), counts.split_first())
+        else {
             self.emit_pattern(b, pattern, src, dst)?;
             return Ok((src, dst));
         };
@@ -300,8 +319,7 @@ impl Emitter<'_> {
         // kernel for a small one), where a 2x2 SpaceToDepth of an 8x8 map ran 10% slower.
         let rebase = matches!(count, Count::Const(_)) && inner.len() >= 2;
         rebasing_loop(b, count, (src, dst), steps, &mut |b, s, d| {
-            let count = Count::Const(inner.first().map_or(1, |l| l.extent));
-            let out = self.levels(b, inner, pattern, count, s, d)?;
+            let out = self.levels(b, inner, inner_counts, pattern, s, d)?;
             Ok(if rebase { out } else { (s, d) })
         })
     }

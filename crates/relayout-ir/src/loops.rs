@@ -183,6 +183,31 @@ impl LoopStmt {
             .iter()
             .fold(1u64, |acc, l| acc.saturating_mul(l.extent))
     }
+
+    /// Whether `other` is this statement but for its offsets and the extents of its loops
+    /// inside `depth` shared loops (those it does not share with the band they are members
+    /// of), reduction loops excepted (their extents make the terms): the same action, run,
+    /// window and strides, so that inside the band one body serves both, given each its
+    /// addresses and counts. A 3-D Col2Im's accumulations of the three kernel depths into the
+    /// rows of a volume are alike: they sum over the same rows of kernel positions, and the
+    /// first and last depth positions miss one plane of the volume.
+    pub fn alike(&self, other: &LoopStmt, depth: usize) -> bool {
+        let first_reduction = self.loops.len() - self.reduction_loops();
+        self.action == other.action
+            && self.bytes == other.bytes
+            && self.window == other.window
+            && self.loops.len() == other.loops.len()
+            && self
+                .loops
+                .iter()
+                .zip(&other.loops)
+                .enumerate()
+                .all(|(i, (a, b))| {
+                    a.src_stride == b.src_stride
+                        && a.dst_stride == b.dst_stride
+                        && (a.extent == b.extent || (depth..first_reduction).contains(&i))
+                })
+    }
 }
 
 /// Statements `first .. first + len` of a kernel fused over their `depth` outermost loops,

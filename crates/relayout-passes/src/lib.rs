@@ -42,7 +42,11 @@
 //!     which compiles once instead of once per piece;
 //! 13. `long-runs-first` moves, inside each band, the copies and fills with the longest runs
 //!     in front of shorter ones they commute with, so that a band iteration's lines are first
-//!     written in address order (Im2Col's rows before their edge elements).
+//!     written in address order (Im2Col's rows before their edge elements);
+//! 14. `group-alike` moves, inside each band, each member next to the last one before it that
+//!     is the same statement but for its offsets and the count of its first own loop, where
+//!     they commute, so that code generation runs such a group through one body (a 3-D
+//!     Col2Im's sums of the three kernel depths).
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter
 //! ([`relayout_ir::interpret`]) defines it, which the tests check on random data for every
@@ -78,7 +82,7 @@ pub use compose::{Chain, ComposeError};
 pub use error::PassError;
 pub use manager::{IrDump, PassManager, PassTiming, PipelineRun};
 pub use pass::{Level, Pass};
-pub use passes::{FuseNests, LongRunsFirst, OutputStationary, Reroll};
+pub use passes::{FuseNests, GroupAlike, LongRunsFirst, OutputStationary, Reroll};
 pub use pipeline::{default_loop_pipeline, default_pipeline, Pipeline, DEFAULT_PIPELINE};
 pub use registry::{find_pass, PassInfo, PASSES};
 

@@ -11,10 +11,10 @@ use std::fmt;
 /// digits of the batch dim; `peel-dims` is the last resort for whatever floordiv, mod or guard
 /// is left; `coalesce` runs once before `interchange` (which reads the merged loops) and once
 /// after (which merges what the new order made adjacent); `fuse-nests` runs on the
-/// final loops of every statement, and `reroll` and `long-runs-first` after it, on the final
-/// bands.
+/// final loops of every statement, and `reroll`, `long-runs-first` and `group-alike` after it, on
+/// the final bands (`group-alike` last, which `long-runs-first` would undo).
 pub const DEFAULT_PIPELINE: &str = "canonicalize,split-dims,split-guards,peel-dims,\
-drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first";
+drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first,group-alike";
 
 /// An ordered list of passes.
 #[derive(Clone, Debug)]

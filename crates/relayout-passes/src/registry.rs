@@ -3,8 +3,9 @@
 
 use crate::pass::{IndexPass, LoopPass};
 use crate::passes::{
-    Canonicalize, Coalesce, DropUnitDims, FuseNests, Interchange, Linearize, LongRunsFirst,
-    OutputStationary, PairPhases, PeelDims, Reroll, SplitDims, SplitGuards, TileTransposes,
+    Canonicalize, Coalesce, DropUnitDims, FuseNests, GroupAlike, Interchange, Linearize,
+    LongRunsFirst, OutputStationary, PairPhases, PeelDims, Reroll, SplitDims, SplitGuards,
+    TileTransposes,
 };
 use crate::{Level, Pass};
 
@@ -83,6 +84,7 @@ pub static PASSES: &[PassInfo] = &[
     registered!(loops FuseNests, "fuse consecutive statements over shared outer loops whose iterations write disjoint bytes"),
     registered!(loops Reroll, "merge statements that are one statement moved by a constant step (consecutive, or moved past statements they commute with) into one with a loop over the steps"),
     registered!(loops LongRunsFirst, "inside each band, move the copies and fills with the longest runs in front of shorter ones they commute with, so lines are first written in order"),
+    registered!(loops GroupAlike, "inside each band, move each member next to the last one before it that differs only in offsets and one count, where they commute, so they share a body in codegen"),
 ];
 
 /// The registered pass named `name`.

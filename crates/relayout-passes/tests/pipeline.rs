@@ -52,7 +52,7 @@ fn pipelines_print_back_to_themselves() {
     assert_eq!(default_pipeline().to_string(), DEFAULT_PIPELINE);
     assert_eq!(
         DEFAULT_PIPELINE,
-        "canonicalize,split-dims,split-guards,peel-dims,drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first"
+        "canonicalize,split-dims,split-guards,peel-dims,drop-unit-dims,linearize,output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first,group-alike"
     );
     let spaced = Pipeline::parse(" canonicalize , split-dims ").unwrap();
     assert_eq!(spaced.to_string(), "canonicalize,split-dims");
@@ -62,7 +62,7 @@ fn pipelines_print_back_to_themselves() {
     );
     assert_eq!(
         default_loop_pipeline().to_string(),
-        "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first"
+        "output-stationary,coalesce,interchange,coalesce,tile-transposes,pair-phases,fuse-nests,reroll,long-runs-first,group-alike"
     );
 }
 
