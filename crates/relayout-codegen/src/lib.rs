@@ -22,7 +22,9 @@
 //! loop for medium runs and by a `memcpy`/`memset` call for long runs; `accumulate` adds 16
 //! bytes at a time with vector adds for every type but f16 and bf16, which call the
 //! [`Helper`] functions that the JIT provides; an `accumulate` with innermost reduction loops
-//! (destination stride 0) sums its contributions in registers and stores each run once. Kernels with at least [`STREAM_MIN_DST`] bytes
+//! (destination stride 0) sums its contributions in registers and stores each run once, and
+//! consecutive band members that are alike sums (`relayout_ir::LoopStmt::alike`) share one nest,
+//! run once per member with its addresses and counts. Kernels with at least [`STREAM_MIN_DST`] bytes
 //! of output write their runs of at least [`STREAM_MIN_RUN`] bytes through the streaming
 //! (non-temporal store) helpers instead, one call per loop nest, and fence before they
 //! return; the copy helper prefetches the source of short runs a few runs ahead
