@@ -3,13 +3,12 @@
 //! so that a listing can say why a `copy 4 bytes` statement runs at memory speed.
 //!
 //! The answers come from the same decision functions the emitters call (`shuffle::plan`,
-//! `copy::streams`, the run-length thresholds of `copy.rs`); the one rule repeated here, which
-//! statements of a band stream, mirrors `translate_stmt`, and a test checks every answer
-//! against the CLIF that is actually generated.
+//! `function::streams_in`, the run-length thresholds of `copy.rs`, `alike::shared_with`), and
+//! a test checks every answer against the CLIF that is actually generated.
 
-use crate::copy::{self, CALL_MIN, INLINE_MAX, STREAM_MIN_RUN};
+use crate::copy::{self, CALL_MIN, INLINE_MAX};
 use crate::shuffle;
-use relayout_ir::{DType, LoopAction, LoopKernel, LoopStmt};
+use relayout_ir::{DType, LoopAction, LoopKernel};
 
 /// One line on how statement `index` of `k` is compiled, e.g. `16-byte shuffle blocks: runs
 /// of 4 bytes interleaved in registers, whole vectors loaded and stored`; `None` for an index
@@ -286,28 +285,13 @@ fn describe_run(k: &LoopKernel, index: usize) -> Option<String> {
 
 /// Whether statement `index` writes with streaming stores: the rule of `translate_stmt`.
 fn streams(k: &LoopKernel, index: usize) -> bool {
-    let Ok(dst_bytes) = k.dst.size_bytes() else {
-        return false;
-    };
-    let whole_lines = |s: &LoopStmt| {
-        let line = STREAM_MIN_RUN as i64;
-        s.bytes % STREAM_MIN_RUN == 0
-            && s.dst_offset % line == 0
-            && s.loops.iter().all(|l| l.dst_stride % line == 0)
-    };
-    let candidate = |s: &LoopStmt| copy::streams(s.action, s.bytes, dst_bytes) && whole_lines(s);
     let stmt = &k.stmts[index];
     // Fills of a non-zero value never stream: the helper writes zeros only.
     let zero_or_copy = match stmt.action {
         LoopAction::Fill { value } => value.is_zero(),
         _ => true,
     };
-    zero_or_copy
-        && candidate(stmt)
-        && k.bands
-            .iter()
-            .find(|band| band.members().contains(&index))
-            .is_none_or(|band| k.stmts[band.members()].iter().all(candidate))
+    zero_or_copy && crate::function::streams_in(k, index, stmt).unwrap_or(false)
 }
 
 /// The words for a statement run as shuffle blocks by `plan`.

@@ -776,7 +776,11 @@ fn gathered_in(kernel: &LoopKernel, stmt: &LoopStmt) -> Option<EveryOther> {
 
 /// Whether `stmt`, statement `index` of `kernel` (or a variant of it with the same runs and
 /// strides), writes with streaming stores.
-fn streams_in(kernel: &LoopKernel, index: usize, stmt: &LoopStmt) -> Result<bool, CodegenError> {
+pub(crate) fn streams_in(
+    kernel: &LoopKernel,
+    index: usize,
+    stmt: &LoopStmt,
+) -> Result<bool, CodegenError> {
     let dst_bytes = kernel
         .dst
         .size_bytes()

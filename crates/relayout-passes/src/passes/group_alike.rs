@@ -26,6 +26,7 @@
 //! whether a group shares a body (code generation's choice, by the work per member). Run it
 //! last: `long-runs-first` would pull a group apart again.
 
+use super::member_runs;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::dependence::members_commute;
@@ -56,21 +57,12 @@ impl_pass!(loops GroupAlike);
 /// the bands nested in it on its own, over the band's loops, and inside each nested band the
 /// same.
 fn group_band(k: &LoopKernel, band: Band, stmts: &mut [LoopStmt]) {
-    let group = |from: usize, to: usize, stmts: &mut [LoopStmt]| {
+    member_runs(k, band, &mut |from, to, depth| {
         if to - from >= 3 {
-            let grouped = group_members(&k.stmts[from..to], band.depth);
+            let grouped = group_members(&k.stmts[from..to], depth);
             stmts[from..to].clone_from_slice(&grouped);
         }
-    };
-    let mut from = band.first;
-    for unit in k.units_in(band) {
-        if let Unit::Band(nested) = unit {
-            group(from, nested.first, stmts);
-            group_band(k, nested, stmts);
-            from = nested.first + nested.len;
-        }
-    }
-    group(from, band.first + band.len, stmts);
+    });
 }
 
 /// A member looks this many places back for an alike one, and passes at most as many. Each

@@ -35,6 +35,7 @@
 //! anything across an accumulation. Run it after `fuse-nests` and `reroll`: it reads the final
 //! bands.
 
+use super::member_runs;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::dependence::members_commute;
@@ -62,21 +63,12 @@ impl LoopPass for LongRunsFirst {
 /// Sorts `band`'s members in `stmts` (see [`sort_members`]): each run of members between the
 /// bands nested in it on its own, over the band's loops, and inside each nested band the same.
 fn sort_band(k: &LoopKernel, band: Band, stmts: &mut [LoopStmt]) {
-    let sort = |from: usize, to: usize, stmts: &mut [LoopStmt]| {
+    member_runs(k, band, &mut |from, to, depth| {
         if to - from >= 2 {
-            let sorted = sort_members(&k.stmts[from..to], band.depth);
+            let sorted = sort_members(&k.stmts[from..to], depth);
             stmts[from..to].clone_from_slice(&sorted);
         }
-    };
-    let mut from = band.first;
-    for unit in k.units_in(band) {
-        if let Unit::Band(nested) = unit {
-            sort(from, nested.first, stmts);
-            sort_band(k, nested, stmts);
-            from = nested.first + nested.len;
-        }
-    }
-    sort(from, band.first + band.len, stmts);
+    });
 }
 
 impl_pass!(loops LongRunsFirst);

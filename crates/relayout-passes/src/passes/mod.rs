@@ -32,7 +32,7 @@ pub use split_dims::SplitDims;
 pub use split_guards::SplitGuards;
 pub use tile_transposes::TileTransposes;
 
-use relayout_ir::Loop;
+use relayout_ir::{Band, Loop, LoopKernel, Unit};
 
 /// Bytes of a cache line on the machines the passes' measurements were made on (x86-64).
 pub(crate) const LINE: u64 = 64;
@@ -45,4 +45,20 @@ pub(crate) fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
         src_stride: l.src_stride.checked_mul(i64::try_from(by).ok()?)?,
         dst_stride: l.dst_stride.checked_mul(i64::try_from(by).ok()?)?,
     })
+}
+
+/// Calls `f(from, to, depth)` for each run `from..to` of consecutive members of `band` that
+/// are in no band nested in it (those before, between and after its nested bands), `depth`
+/// being the band's shared loops, and the same inside every band nested in it, in order: the
+/// ranges within which `long-runs-first` and `group-alike` may move members.
+pub(crate) fn member_runs(k: &LoopKernel, band: Band, f: &mut dyn FnMut(usize, usize, usize)) {
+    let mut from = band.first;
+    for unit in k.units_in(band) {
+        if let Unit::Band(nested) = unit {
+            f(from, nested.first, band.depth);
+            member_runs(k, nested, f);
+            from = nested.first + nested.len;
+        }
+    }
+    f(from, band.first + band.len, band.depth);
 }
