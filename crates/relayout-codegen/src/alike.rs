@@ -91,7 +91,7 @@ pub(crate) fn shared_with(k: &LoopKernel, index: usize) -> Option<Vec<usize>> {
 /// splits it).
 fn summed_nest(stmt: &LoopStmt, dtype: DType, depth: usize) -> Option<usize> {
     let split = sum::reduction_split(stmt)?;
-    let nest = split - phases::row(stmt, split, dtype).map_or(0, |r| r.loops());
+    let nest = phases::nest_len(stmt, split, dtype);
     let extents = |from: usize, to: usize| {
         stmt.loops[from..to]
             .iter()

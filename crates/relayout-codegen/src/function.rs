@@ -576,7 +576,7 @@ fn prepare<'s>(
         // A row of every other element (of one phase or two) is the body; its nest is the
         // loops outside it.
         let row = phases::row(stmt, split, kernel.dtype());
-        let nest = split - row.map_or(0, |r| r.loops());
+        let nest = phases::nest_len(stmt, split, kernel.dtype());
         // A window belongs to the body's terms; without its windows (they overflow, which
         // the verifier rules out) the statement is not summed at all (the error below).
         let windows = match stmt.window {

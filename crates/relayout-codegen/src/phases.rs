@@ -65,6 +65,13 @@ pub(crate) fn row(stmt: &LoopStmt, split: usize, dtype: DType) -> Option<Row> {
     row_shape(stmt, split, dtype.size())
 }
 
+/// The number of loops of a summed statement's nest (the loops `prepare` runs around its
+/// body): those outside its reduction loops (from `split` on) and outside the [`row`] its body
+/// sums whole.
+pub(crate) fn nest_len(stmt: &LoopStmt, split: usize, dtype: DType) -> usize {
+    split - row(stmt, split, dtype).map_or(0, |r| r.loops())
+}
+
 /// [`row`] for elements of `size` bytes, whatever their type.
 pub(crate) fn row_shape(stmt: &LoopStmt, split: usize, size: u64) -> Option<Row> {
     let size = i64::try_from(size).ok()?;
