@@ -38,18 +38,23 @@ use relayout_ir::{DType, LoopKernel, LoopStmt, Unit};
 /// three interleaved rounds).
 pub(crate) const MIN_SHARED_TERMS: u64 = 32;
 
-/// How many of `units` (a band's units from some point on, the band sharing `depth` loops)
-/// run through the body of the first: 1 when it shares with none. See the module docs.
-pub(crate) fn shared_len(kernel: &LoopKernel, units: &[Unit], depth: usize) -> usize {
-    let member = |u: &Unit| match *u {
-        Unit::Stmt(i) => Some(&kernel.stmts[i]),
-        Unit::Band(_) => None,
+/// The statements at the start of `units` (a band's units from some point on, the band
+/// sharing `depth` loops) that run through the body of the first: the first alone when it
+/// shares with none, none when `units` starts with a band. See the module docs.
+pub(crate) fn shared_run(kernel: &LoopKernel, units: &[Unit], depth: usize) -> Vec<usize> {
+    let stmts: Vec<usize> = units
+        .iter()
+        .map_while(|u| match *u {
+            Unit::Stmt(i) => Some(i),
+            Unit::Band(_) => None,
+        })
+        .collect();
+    let Some((&first_index, rest)) = stmts.split_first() else {
+        return Vec::new();
     };
-    let Some(first) = units.first().and_then(member) else {
-        return 1;
-    };
+    let first = &kernel.stmts[first_index];
     let Some(nest) = summed_nest(first, kernel.dtype(), depth) else {
-        return 1;
+        return vec![first_index];
     };
     let shares = |s: &LoopStmt| {
         s.alike(first, depth)
@@ -59,32 +64,25 @@ pub(crate) fn shared_len(kernel: &LoopKernel, units: &[Unit], depth: usize) -> u
                 .all(|(a, b)| a.extent == b.extent)
             && summed_nest(s, kernel.dtype(), depth).is_some()
     };
-    1 + units[1..]
-        .iter()
-        .map_while(member)
-        .take_while(|s| shares(s))
-        .count()
+    let others = rest.iter().take_while(|&&i| shares(&kernel.stmts[i]));
+    std::iter::once(first_index)
+        .chain(others.copied())
+        .collect()
 }
 
 /// The statements that run through one body with statement `index` of `k` (itself included,
-/// in order), when it shares its body with others: a run [`shared_len`] accepts in its band.
+/// in order), when it shares its body with others: a run [`shared_run`] gives in its band.
 pub(crate) fn shared_with(k: &LoopKernel, index: usize) -> Option<Vec<usize>> {
     let band = k.band_of(index)?;
     let units = k.units_in(band);
     let mut at = 0;
     while at < units.len() {
-        let len = shared_len(k, &units[at..], band.depth);
-        let run: Vec<usize> = units[at..at + len]
-            .iter()
-            .filter_map(|u| match *u {
-                Unit::Stmt(i) => Some(i),
-                Unit::Band(_) => None,
-            })
-            .collect();
+        let run = shared_run(k, &units[at..], band.depth);
         if run.contains(&index) {
             return (run.len() > 1).then_some(run);
         }
-        at += len;
+        // A nested band is one unit.
+        at += run.len().max(1);
     }
     None
 }
@@ -106,7 +104,7 @@ fn summed_nest(stmt: &LoopStmt, dtype: DType, depth: usize) -> Option<usize> {
     (nest >= depth && terms >= 2 && work >= MIN_SHARED_TERMS).then_some(nest)
 }
 
-/// Emits `members` (statement indices, a run [`shared_len`] accepted) at one iteration of
+/// Emits `members` (statement indices, a run [`shared_run`] gave) at one iteration of
 /// their band's `depth` shared loops: `nest` and `body` are the first member's as `prepare`
 /// made them, `(s, d)` its addresses at this iteration. Leaves the builder after the run.
 pub(crate) fn emit_shared(

@@ -403,9 +403,8 @@ fn emit_band_units<'k>(
                 continue;
             }
         };
-        let shared = alike::shared_len(kernel, &units[at..], depth);
-        let run = &units[at..at + shared];
-        at += shared;
+        let run = alike::shared_run(kernel, &units[at..], depth);
+        at += run.len();
         let (stmt, body) = prepare(b, member)?;
         let (stmt, body): (&LoopStmt, &Body) = (&stmt, &body);
         if stmt.loops.len() < depth {
@@ -422,15 +421,8 @@ fn emit_band_units<'k>(
         // innermost shared one on (that one run once, `Count::Const(1)`).
         let (s, d) = band_bases(b, stmt, body, index, src, dst);
         if run.len() > 1 {
-            let members: Vec<usize> = run
-                .iter()
-                .filter_map(|u| match *u {
-                    Unit::Stmt(i) => Some(i),
-                    Unit::Band(_) => None,
-                })
-                .collect();
             let emitter = Emitter { stmt: member, body };
-            alike::emit_shared(b, kernel, &members, depth, emitter, stmt, (s, d))?;
+            alike::emit_shared(b, kernel, &run, depth, emitter, stmt, (s, d))?;
             continue;
         }
         let (inner, proven) = band_nest(stmt, depth, src_bytes);

@@ -44,8 +44,8 @@
 //!     in front of shorter ones they commute with, so that a band iteration's lines are first
 //!     written in address order (Im2Col's rows before their edge elements);
 //! 14. `group-alike` moves, inside each band, each member next to the last one before it that
-//!     is the same statement but for its offsets and the count of its first own loop, where
-//!     they commute, so that code generation runs such a group through one body (a 3-D
+//!     is the same statement but for its offsets and the counts of its own loops, where they
+//!     commute, so that code generation runs such a group through one body (a 3-D
 //!     Col2Im's sums of the three kernel depths).
 //!
 //! Every pass preserves the meaning of the kernel as the interpreter

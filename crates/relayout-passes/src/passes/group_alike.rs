@@ -26,11 +26,11 @@
 //! whether a group shares a body (code generation's choice, by the work per member). Run it
 //! last: `long-runs-first` would pull a group apart again.
 
-use super::member_runs;
+use super::reorder_members;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::dependence::members_commute;
-use relayout_ir::{Band, LoopKernel, LoopStmt, Unit};
+use relayout_ir::{LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -41,29 +41,12 @@ impl LoopPass for GroupAlike {
     const KEEPS_BANDS: bool = true;
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        let mut stmts = k.stmts.clone();
-        for unit in k.units() {
-            if let Unit::Band(band) = unit {
-                group_band(k, band, &mut stmts);
-            }
-        }
-        Ok(k.with_stmts(stmts, k.bands.clone()))
+        // Two members are as grouped as they can be.
+        Ok(reorder_members(k, 3, group_members))
     }
 }
 
 impl_pass!(loops GroupAlike);
-
-/// Groups `band`'s members in `stmts` (see [`group_members`]): each run of members between
-/// the bands nested in it on its own, over the band's loops, and inside each nested band the
-/// same.
-fn group_band(k: &LoopKernel, band: Band, stmts: &mut [LoopStmt]) {
-    member_runs(k, band, &mut |from, to, depth| {
-        if to - from >= 3 {
-            let grouped = group_members(&k.stmts[from..to], depth);
-            stmts[from..to].clone_from_slice(&grouped);
-        }
-    });
-}
 
 /// A member looks this many places back for an alike one, and passes at most as many. Each
 /// place costs an `alike` comparison and each member passed a `members_commute` proof, so a

@@ -35,11 +35,11 @@
 //! anything across an accumulation. Run it after `fuse-nests` and `reroll`: it reads the final
 //! bands.
 
-use super::member_runs;
+use super::reorder_members;
 use crate::pass::{impl_pass, LoopPass};
 use crate::PassError;
 use relayout_ir::dependence::members_commute;
-use relayout_ir::{Band, LoopKernel, LoopStmt, Unit};
+use relayout_ir::{LoopKernel, LoopStmt};
 
 /// See the module documentation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,31 +50,12 @@ impl LoopPass for LongRunsFirst {
     const KEEPS_BANDS: bool = true;
 
     fn run_loops(&self, k: &LoopKernel) -> Result<LoopKernel, PassError> {
-        let mut stmts = k.stmts.clone();
-        for unit in k.units() {
-            if let Unit::Band(band) = unit {
-                sort_band(k, band, &mut stmts);
-            }
-        }
-        Ok(k.with_stmts(stmts, k.bands.clone()))
+        Ok(reorder_members(k, 2, sort_members))
     }
-}
-
-/// Sorts `band`'s members in `stmts` (see [`sort_members`]): each run of members between the
-/// bands nested in it on its own, over the band's loops, and inside each nested band the same.
-fn sort_band(k: &LoopKernel, band: Band, stmts: &mut [LoopStmt]) {
-    member_runs(k, band, &mut |from, to, depth| {
-        if to - from >= 2 {
-            let sorted = sort_members(&k.stmts[from..to], depth);
-            stmts[from..to].clone_from_slice(&sorted);
-        }
-    });
 }
 
 impl_pass!(loops LongRunsFirst);
 
-/// The members of one band sharing `depth` loops, each moved in front of the shorter runs
-/// before it as far as it commutes with them (see the module documentation).
 /// A member moves at most this many places forward. Each place passed costs a
 /// `members_commute` proof, so a band of `n` members costs up to `n * WINDOW` of them instead of
 /// `n * n / 2`: the band of a padded 31x31 Im2Col of 1x8x56x56 f32 has some 900 members, whose
@@ -83,6 +64,8 @@ impl_pass!(loops LongRunsFirst);
 /// members (every band of the benchmark suites' kernels) sort as without it.
 const WINDOW: usize = 64;
 
+/// The members of one band sharing `depth` loops, each moved in front of the shorter runs
+/// before it as far as it commutes with them (see the module documentation).
 fn sort_members(members: &[LoopStmt], depth: usize) -> Vec<LoopStmt> {
     let movable = |s: &LoopStmt| !s.action.is_accumulate();
     let mut out: Vec<LoopStmt> = Vec::with_capacity(members.len());

@@ -32,7 +32,7 @@ pub use split_dims::SplitDims;
 pub use split_guards::SplitGuards;
 pub use tile_transposes::TileTransposes;
 
-use relayout_ir::{Band, Loop, LoopKernel, Unit};
+use relayout_ir::{Band, Loop, LoopKernel, LoopStmt, Unit};
 
 /// Bytes of a cache line on the machines the passes' measurements were made on (x86-64).
 pub(crate) const LINE: u64 = 64;
@@ -47,11 +47,35 @@ pub(crate) fn scaled(l: Loop, extent: u64, by: u64) -> Option<Loop> {
     })
 }
 
+/// `k` with the members of each of its bands reordered by `reorder`, which is given each run
+/// of at least `min` consecutive members that are in no band nested in it (those before,
+/// between and after its nested bands) with the band's shared loops, and returns them in
+/// their new order; inside every nested band the same. The bands stay as they are: the
+/// reordering of `long-runs-first` and `group-alike`, each of which only moves a member past
+/// others it commutes with.
+pub(crate) fn reorder_members(
+    k: &LoopKernel,
+    min: usize,
+    reorder: fn(&[LoopStmt], usize) -> Vec<LoopStmt>,
+) -> LoopKernel {
+    let mut stmts = k.stmts.clone();
+    let mut run = |from: usize, to: usize, depth: usize| {
+        if to - from >= min {
+            stmts[from..to].clone_from_slice(&reorder(&k.stmts[from..to], depth));
+        }
+    };
+    for unit in k.units() {
+        if let Unit::Band(band) = unit {
+            member_runs(k, band, &mut run);
+        }
+    }
+    k.with_stmts(stmts, k.bands.clone())
+}
+
 /// Calls `f(from, to, depth)` for each run `from..to` of consecutive members of `band` that
-/// are in no band nested in it (those before, between and after its nested bands), `depth`
-/// being the band's shared loops, and the same inside every band nested in it, in order: the
-/// ranges within which `long-runs-first` and `group-alike` may move members.
-pub(crate) fn member_runs(k: &LoopKernel, band: Band, f: &mut dyn FnMut(usize, usize, usize)) {
+/// are in no band nested in it, `depth` being the band's shared loops, and the same inside
+/// every band nested in it, in order.
+fn member_runs(k: &LoopKernel, band: Band, f: &mut dyn FnMut(usize, usize, usize)) {
     let mut from = band.first;
     for unit in k.units_in(band) {
         if let Unit::Band(nested) = unit {
