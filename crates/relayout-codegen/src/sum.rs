@@ -363,19 +363,19 @@ fn windowed_vector(
         }
         return v;
     }
-    let from = if lo > at { lo } else { hi - 16 };
-    let loaded = load(b, types::I8X16, src, t + from as i64);
-    let mask: Vec<u8> = (0..16u64)
-        .map(|i| {
-            if held(at + i) {
-                (at + i - from) as u8
-            } else {
-                16 + i as u8
-            }
-        })
-        .collect();
+    // The window covers the vector from `lo` on, or up to `hi`: the loaded bytes slide into
+    // place and the neutral lanes fill the rest, which is 16 consecutive bytes of the two
+    // operands side by side, the window's side first (`palignr`, one instruction, instead of
+    // a shuffle through a mask from the constant pool). Any 16 consecutive bytes of the
+    // neutral vector are whole neutral lanes, since the window's ends are whole lanes.
+    let (first, second, start) = if lo > at {
+        (filler, load(b, types::I8X16, src, t + lo as i64), 16 - (lo - at))
+    } else {
+        (load(b, types::I8X16, src, t + hi as i64 - 16), filler, 16 - (hi - at))
+    };
+    let mask: Vec<u8> = (0..16).map(|i| (start + i) as u8).collect();
     let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
-    let v = b.ins().shuffle(loaded, filler, imm);
+    let v = b.ins().shuffle(first, second, imm);
     if ty == types::I8X16 {
         v
     } else {
