@@ -369,9 +369,11 @@ fn windowed_vector(
     // a shuffle through a mask from the constant pool). Any 16 consecutive bytes of the
     // neutral vector are whole neutral lanes, since the window's ends are whole lanes.
     let (first, second, start) = if lo > at {
-        (filler, load(b, types::I8X16, src, t + lo as i64), 16 - (lo - at))
+        let inside = load(b, types::I8X16, src, t + lo as i64);
+        (filler, inside, 16 - (lo - at))
     } else {
-        (load(b, types::I8X16, src, t + hi as i64 - 16), filler, 16 - (hi - at))
+        let inside = load(b, types::I8X16, src, t + hi as i64 - 16);
+        (inside, filler, 16 - (hi - at))
     };
     let mask: Vec<u8> = (0..16).map(|i| (start + i) as u8).collect();
     let imm = b.func.dfg.immediates.push(ConstantData::from(&mask[..]));
@@ -455,8 +457,12 @@ pub(crate) fn element(
 /// A value of type `ty` (a lane or a vector of lanes) with all bits zero: +0.0 for floats.
 pub(crate) fn zeros(b: &mut FunctionBuilder, ty: Type) -> Value {
     if ty.is_vector() {
-        let lane = zeros(b, ty.lane_type());
-        return b.ins().splat(ty, lane);
+        // A constant of zero bytes, which Cranelift makes with a register-zeroing `xorps`,
+        // where a splat of a zero scalar loads it from the constant pool: a load per sum in
+        // the loops that start every sum from +0.0 (all-zero bytes are +0.0 in every lane).
+        let bytes = ConstantData::from(vec![0u8; ty.bytes() as usize]);
+        let zero = b.func.dfg.constants.insert(bytes);
+        return b.ins().vconst(ty, zero);
     }
     match ty {
         types::F32 => b.ins().f32const(0.0),
