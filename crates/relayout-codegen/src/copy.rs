@@ -115,18 +115,14 @@ impl Mover {
     /// A fill mover storing `pattern`, with its vector made at the current point (the entry
     /// block).
     pub(crate) fn fill(b: &mut FunctionBuilder, pattern: u128) -> Mover {
-        let vector = if pattern == 0 {
-            // Zero as a splat, which lowers to one register clear (no constant-pool load).
-            let zero = b.ins().iconst(types::I8, 0);
-            b.ins().splat(types::I8X16, zero)
-        } else {
-            let handle = b
-                .func
-                .dfg
-                .constants
-                .insert(ConstantData::from(pattern.to_le_bytes().to_vec()));
-            b.ins().vconst(types::I8X16, handle)
-        };
+        // A constant; zero bytes lower to one register-zeroing `xorps` (no constant-pool load,
+        // where a splat of a zero scalar would clear a general register, move and broadcast).
+        let handle = b
+            .func
+            .dfg
+            .constants
+            .insert(ConstantData::from(pattern.to_le_bytes().to_vec()));
+        let vector = b.ins().vconst(types::I8X16, handle);
         Mover::Fill { vector, pattern }
     }
 
