@@ -115,7 +115,7 @@ impl Mover {
     /// A fill mover storing `pattern`, with its vector made at the current point (the entry
     /// block).
     pub(crate) fn fill(b: &mut FunctionBuilder, pattern: u128) -> Mover {
-        // A constant; zero bytes lower to one register-zeroing `xorps` (no constant-pool load,
+        // A constant; zero bytes lower to one register-zeroing `pxor` (no constant-pool load,
         // where a splat of a zero scalar would clear a general register, move and broadcast).
         let handle = b
             .func
