@@ -47,10 +47,12 @@ pub trait Pass {
     fn run(&self, ir: AnyKernel) -> Result<AnyKernel, PassError>;
 }
 
-/// A pass on index-map IR that keeps it at that level.
+/// A pass on index-map IR that keeps it at that level. It is given the kernel to keep: a
+/// statement it leaves as it is moves to the output instead of being copied (each copy and
+/// drop of a statement is a tree of boxed expressions, a measurable part of a compile).
 pub(crate) trait IndexPass {
     const NAME: &'static str;
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError>;
+    fn run_index(&self, k: Kernel) -> Result<Kernel, PassError>;
 }
 
 /// A pass on loop IR that keeps it at that level.
@@ -77,7 +79,7 @@ macro_rules! impl_pass {
                 ir: relayout_ir::AnyKernel,
             ) -> Result<relayout_ir::AnyKernel, $crate::PassError> {
                 let k = $crate::pass::expect_index(self.name(), ir)?;
-                $crate::pass::IndexPass::run_index(self, &k).map(relayout_ir::AnyKernel::Index)
+                $crate::pass::IndexPass::run_index(self, k).map(relayout_ir::AnyKernel::Index)
             }
         }
     };

@@ -18,7 +18,7 @@
 //! `d0`.
 
 use crate::pass::{impl_pass, IndexPass};
-use crate::stmt::canonicalize_stmt;
+use crate::stmt::canonicalize_owned;
 use crate::PassError;
 use relayout_ir::Kernel;
 
@@ -29,8 +29,12 @@ pub struct Canonicalize;
 impl IndexPass for Canonicalize {
     const NAME: &'static str = "canonicalize";
 
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(k.with_stmts(k.stmts.iter().filter_map(canonicalize_stmt).collect()))
+    fn run_index(&self, mut k: Kernel) -> Result<Kernel, PassError> {
+        k.stmts = std::mem::take(&mut k.stmts)
+            .into_iter()
+            .filter_map(canonicalize_owned)
+            .collect();
+        Ok(k)
     }
 }
 

@@ -24,15 +24,19 @@ pub struct DropUnitDims;
 impl IndexPass for DropUnitDims {
     const NAME: &'static str = "drop-unit-dims";
 
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
-        Ok(k.with_stmts(k.stmts.iter().filter_map(drop_dims).collect()))
+    fn run_index(&self, mut k: Kernel) -> Result<Kernel, PassError> {
+        k.stmts = std::mem::take(&mut k.stmts)
+            .into_iter()
+            .filter_map(drop_dims)
+            .collect();
+        Ok(k)
     }
 }
 
 impl_pass!(index DropUnitDims);
 
 /// The statement without its droppable dims, or `None` when it does nothing.
-fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
+fn drop_dims(stmt: Stmt) -> Option<Stmt> {
     if stmt.domain.iter().any(|r| r.is_empty()) {
         return None;
     }
@@ -40,7 +44,7 @@ fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
     let n = stmt.domain.len();
     let mut read = vec![false; n];
     if repeatable {
-        for e in exprs(stmt) {
+        for e in exprs(&stmt) {
             e.walk(&mut |x| {
                 if let AffineExpr::Dim(i) = *x {
                     if let Some(r) = read.get_mut(i) {
@@ -54,7 +58,7 @@ fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
         .map(|d| stmt.domain[d].len() == 1 || (repeatable && !read[d]))
         .collect();
     if !dropped.contains(&true) {
-        return Some(stmt.clone());
+        return Some(stmt);
     }
     // All the dropped dims are fixed in one substitution, each to its first value, the others
     // renumbered down past them: the same statement as fixing them one by one from the last,
@@ -69,7 +73,7 @@ fn drop_dims(stmt: &Stmt) -> Option<Stmt> {
         .filter(|&d| !dropped[d])
         .map(|d| stmt.domain[d])
         .collect();
-    let s = substitute(stmt, domain, &|i| match dropped.get(i) {
+    let s = substitute(&stmt, domain, &|i| match dropped.get(i) {
         Some(true) => AffineExpr::Const(stmt.domain[i].lo),
         Some(false) => AffineExpr::Dim(renumbered[i]),
         // A dim beyond the domain (which the verifier rejects) moves down past them all.

@@ -27,7 +27,7 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_stmt, describe, exprs, fix_dim, needs_lowering_help,
+    additions_round, canonicalize_owned, describe, exprs, fix_dim, needs_lowering_help,
     order_matters, splittable_dims, with_range,
 };
 use crate::sum::Sum;
@@ -44,20 +44,21 @@ pub struct PeelDims;
 impl IndexPass for PeelDims {
     const NAME: &'static str = "peel-dims";
 
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
+    fn run_index(&self, mut k: Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
-        for (i, s) in k.stmts.iter().enumerate() {
-            if needs_lowering_help(s) && crate::passes::linearize::lowers_whole(k, s) {
+        for (i, s) in std::mem::take(&mut k.stmts).into_iter().enumerate() {
+            if needs_lowering_help(&s) && crate::passes::linearize::lowers_whole(&k, &s) {
                 // Its byte offsets are affine although its indices are not: `linearize`
                 // lowers it whole, where cutting could take thousands of pieces.
-                stmts.push(s.clone());
+                stmts.push(s);
                 continue;
             }
             peel(i, s, rounding, &mut budget, &mut stmts)?;
         }
-        Ok(k.with_stmts(stmts))
+        k.stmts = stmts;
+        Ok(k)
     }
 }
 
@@ -74,34 +75,38 @@ fn fail(message: String) -> PassError {
 /// `rounding`: the kernel's additions round (see `stmt::splittable_dims`).
 fn peel(
     index: usize,
-    stmt: &Stmt,
+    stmt: Stmt,
     rounding: bool,
     budget: &mut usize,
     out: &mut Vec<Stmt>,
 ) -> Result<(), PassError> {
-    let Some(s) = canonicalize_stmt(stmt) else {
+    // The statement as given, which an error names. Only one that needs a cut can fail, and
+    // canonicalizing adds no guard and no floordiv/mod, so only such a one is kept.
+    let given = needs_lowering_help(&stmt).then(|| stmt.clone());
+    let Some(s) = canonicalize_owned(stmt) else {
         return Ok(());
     };
     if !needs_lowering_help(&s) {
         out.push(s);
         return Ok(());
     }
+    let given = given.as_ref().unwrap_or(&s);
     let cut = choose(&s, rounding).ok_or_else(|| {
         fail(format!(
             "{} keeps a guard or a floordiv/mod that no cut removes",
-            describe(index, stmt)
+            describe(index, given)
         ))
     })?;
     if cost(&s, cut) > *budget as u64 {
         return Err(PassError::TooManyStatements {
             pass: PeelDims::NAME,
-            stmt: describe(index, stmt),
+            stmt: describe(index, given),
             limit: MAX_STATEMENTS,
         });
     }
     let pieces = apply(&s, cut);
     *budget -= pieces.len();
-    for p in &pieces {
+    for p in pieces {
         peel(index, p, rounding, budget, out)?;
     }
     Ok(())

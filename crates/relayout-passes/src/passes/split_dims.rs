@@ -30,8 +30,8 @@
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_owned, canonicalize_stmt, exprs, order_matters, splittable_dims,
-    substitute, with_range,
+    additions_round, canonicalize_owned, exprs, order_matters, splittable_dims, substitute,
+    with_range,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -50,14 +50,13 @@ pub struct SplitDims;
 impl IndexPass for SplitDims {
     const NAME: &'static str = "split-dims";
 
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
+    fn run_index(&self, mut k: Kernel) -> Result<Kernel, PassError> {
         let rounding = additions_round(k.dst.dtype);
-        Ok(k.with_stmts(
-            k.stmts
-                .iter()
-                .flat_map(|s| split_stmt(s, rounding))
-                .collect(),
-        ))
+        k.stmts = std::mem::take(&mut k.stmts)
+            .into_iter()
+            .flat_map(|s| split_stmt(s, rounding))
+            .collect();
+        Ok(k)
     }
 }
 
@@ -65,10 +64,10 @@ impl_pass!(index SplitDims);
 
 /// The statement, split until no dim can be split further. `rounding`: the kernel's additions
 /// round (see `stmt::splittable_dims`).
-fn split_stmt(stmt: &Stmt, rounding: bool) -> Vec<Stmt> {
+fn split_stmt(stmt: Stmt, rounding: bool) -> Vec<Stmt> {
     // Each statement with whether `split_once` found no split of it: it never will (the
     // answer depends on the statement alone), so later rounds do not ask again.
-    let mut stmts: Vec<(Stmt, bool)> = canonicalize_stmt(stmt)
+    let mut stmts: Vec<(Stmt, bool)> = canonicalize_owned(stmt)
         .into_iter()
         .map(|s| (s, false))
         .collect();

@@ -40,8 +40,8 @@ use crate::boxes::{merge_adjacent, subtract, IndexBox};
 use crate::pass::{impl_pass, IndexPass};
 use crate::simplify::Simplifier;
 use crate::stmt::{
-    additions_round, canonicalize_owned, canonicalize_stmt, canonicalize_with_range, dst_box,
-    fix_dim, solve_scaled, splittable_dims_in,
+    additions_round, canonicalize_owned, canonicalize_with_range, dst_box, fix_dim, solve_scaled,
+    splittable_dims_in,
 };
 use crate::sum::{Atom, Sum};
 use crate::PassError;
@@ -59,14 +59,15 @@ pub struct SplitGuards;
 impl IndexPass for SplitGuards {
     const NAME: &'static str = "split-guards";
 
-    fn run_index(&self, k: &Kernel) -> Result<Kernel, PassError> {
+    fn run_index(&self, mut k: Kernel) -> Result<Kernel, PassError> {
         let mut budget = MAX_STATEMENTS;
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
-        for s in &k.stmts {
+        for s in std::mem::take(&mut k.stmts) {
             split_stmt(s, rounding, &mut budget, &mut stmts);
         }
-        Ok(k.with_stmts(shrink_fills(stmts)))
+        k.stmts = shrink_fills(stmts);
+        Ok(k)
     }
 }
 
@@ -74,8 +75,8 @@ impl_pass!(index SplitGuards);
 
 /// Appends the guard-free pieces of `stmt` to `out`, in order. `rounding`: the kernel's
 /// additions round (see `stmt::splittable_dims`).
-fn split_stmt(stmt: &Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
-    if let Some(s) = canonicalize_stmt(stmt) {
+fn split_stmt(stmt: Stmt, rounding: bool, budget: &mut usize, out: &mut Vec<Stmt>) {
+    if let Some(s) = canonicalize_owned(stmt) {
         split(s, rounding, budget, out);
     }
 }
@@ -370,7 +371,7 @@ mod tests {
         let mut left = budget;
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
-        for s in &k.stmts {
+        for s in k.stmts.clone() {
             split_stmt(s, rounding, &mut left, &mut stmts);
         }
         let out = Kernel {
