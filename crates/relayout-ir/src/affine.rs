@@ -156,9 +156,12 @@ impl AffineExpr {
 
     /// True when the expression holds a `floordiv` or a `mod` anywhere.
     pub fn has_div_or_mod(&self) -> bool {
-        let mut found = false;
-        self.walk(&mut |e| found |= matches!(e, AffineExpr::FloorDiv(..) | AffineExpr::Mod(..)));
-        found
+        match self {
+            AffineExpr::Dim(_) | AffineExpr::Const(_) => false,
+            AffineExpr::Add(a, b) => a.has_div_or_mod() || b.has_div_or_mod(),
+            AffineExpr::Mul(a, _) => a.has_div_or_mod(),
+            AffineExpr::FloorDiv(..) | AffineExpr::Mod(..) => true,
+        }
     }
 }
 

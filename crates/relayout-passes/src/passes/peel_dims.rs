@@ -49,13 +49,14 @@ impl IndexPass for PeelDims {
         let mut stmts = Vec::new();
         let rounding = additions_round(k.dst.dtype);
         for (i, s) in std::mem::take(&mut k.stmts).into_iter().enumerate() {
-            if needs_lowering_help(&s) && crate::passes::linearize::lowers_whole(&k, &s) {
+            let help = needs_lowering_help(&s);
+            if help && crate::passes::linearize::lowers_whole(&k, &s) {
                 // Its byte offsets are affine although its indices are not: `linearize`
                 // lowers it whole, where cutting could take thousands of pieces.
                 stmts.push(s);
                 continue;
             }
-            peel(i, s, rounding, &mut budget, &mut stmts)?;
+            peel(i, s, help, rounding, &mut budget, &mut stmts)?;
         }
         k.stmts = stmts;
         Ok(k)
@@ -72,17 +73,19 @@ fn fail(message: String) -> PassError {
 }
 
 /// Appends the pieces of `stmt` (statement `index` of the input) to `out`, in order.
-/// `rounding`: the kernel's additions round (see `stmt::splittable_dims`).
+/// `help`: whether it needs lowering help as given (`stmt::needs_lowering_help`). `rounding`:
+/// the kernel's additions round (see `stmt::splittable_dims`).
 fn peel(
     index: usize,
     stmt: Stmt,
+    help: bool,
     rounding: bool,
     budget: &mut usize,
     out: &mut Vec<Stmt>,
 ) -> Result<(), PassError> {
     // The statement as given, which an error names. Only one that needs a cut can fail, and
     // canonicalizing adds no guard and no floordiv/mod, so only such a one is kept.
-    let given = needs_lowering_help(&stmt).then(|| stmt.clone());
+    let given = help.then(|| stmt.clone());
     let Some(s) = canonicalize_owned(stmt) else {
         return Ok(());
     };
@@ -107,7 +110,8 @@ fn peel(
     let pieces = apply(&s, cut);
     *budget -= pieces.len();
     for p in pieces {
-        peel(index, p, rounding, budget, out)?;
+        let help = needs_lowering_help(&p);
+        peel(index, p, help, rounding, budget, out)?;
     }
     Ok(())
 }
