@@ -336,10 +336,26 @@ impl Sum {
     /// term by term gives exactly this sum (no rule of the simplifier reads a linear sum's
     /// ranges), so this is a shortcut past the allocations of building it, not another answer.
     pub fn from_canonical_linear(e: &AffineExpr, dims: usize) -> Option<Sum> {
-        let mut terms = Vec::new();
+        // Room for the terms of most indices, so that pushing them does not grow the vector
+        // (two reallocations for three terms from an empty one).
+        let mut terms = Vec::with_capacity(4);
         let constant = canonical_linear(e, dims, &mut |d, c| terms.push((Atom::Dim(d), c)))?;
         terms.reverse();
         Some(Sum { terms, constant })
+    }
+
+    /// When `e` is in the form of [`Sum::from_canonical_linear`], calls `f(dim, coef)` on each
+    /// of its terms (from the last to the first) and returns its constant, without building
+    /// the sum; otherwise `None`, and `f` is not called.
+    pub fn visit_canonical_linear(
+        e: &AffineExpr,
+        dims: usize,
+        f: &mut impl FnMut(usize, i64),
+    ) -> Option<i64> {
+        if !Sum::is_canonical_linear(e, dims) {
+            return None;
+        }
+        canonical_linear(e, dims, f)
     }
 
     /// True when `e` is in the form of [`Sum::from_canonical_linear`]: simplifying it gives it

@@ -215,23 +215,39 @@ fn access(
     // `None` once a stride overflows even `i128`.
     let mut strides = vec![Some(0i128); domain.len()];
     for (e, &w) in map.iter().zip(weights) {
-        let sum = simp.sum_of(e).ok_or_else(|| {
-            StmtError::Unsupported(format!("the {what} index `{e}` cannot be flattened"))
-        })?;
+        // An index in canonical linear form (most are) gives its terms without its sum being
+        // built: one allocation fewer per index.
+        let canonical = Sum::is_canonical_linear(e, domain.len());
+        let sum = if canonical {
+            None
+        } else {
+            Some(simp.sum_of(e).ok_or_else(|| {
+                StmtError::Unsupported(format!("the {what} index `{e}` cannot be flattened"))
+            })?)
+        };
         let first = e.eval(&first_point).ok_or_else(|| {
             StmtError::OutOfBounds(format!(
                 "the {what} index `{e}` overflows i64 at the first point"
             ))
         })?;
         offset = offset.and_then(|o| o.checked_add(i128::from(first).checked_mul(w)?));
-        for (a, coef) in sum.terms() {
-            let Atom::Dim(d) = a else {
-                return Err(StmtError::Unsupported(format!(
-                    "the {what} index `{e}` is not affine"
-                )));
-            };
-            strides[*d] =
-                strides[*d].and_then(|s| s.checked_add(i128::from(*coef).checked_mul(w)?));
+        let mut add_term = |d: usize, coef: i64| {
+            strides[d] = strides[d].and_then(|s| s.checked_add(i128::from(coef).checked_mul(w)?));
+        };
+        match sum {
+            None => {
+                Sum::visit_canonical_linear(e, domain.len(), &mut add_term);
+            }
+            Some(sum) => {
+                for (a, coef) in sum.terms() {
+                    let Atom::Dim(d) = a else {
+                        return Err(StmtError::Unsupported(format!(
+                            "the {what} index `{e}` is not affine"
+                        )));
+                    };
+                    add_term(*d, *coef);
+                }
+            }
         }
     }
     let offset = offset.and_then(|o| i64::try_from(o).ok()).ok_or_else(|| {
