@@ -148,7 +148,8 @@ impl DType {
     /// round once per addition in their own precision (f16 and bf16 too: the sum of two is
     /// computed exactly in f32 and rounded once, which is what a native f16 add does, with
     /// NaNs as [`half_sum`] says), complex numbers add part by part, and bool is logical or
-    /// (numpy's `+` on bool).
+    /// (numpy's `+` on bool). An f32 or f64 sum with a NaN operand is the first NaN operand,
+    /// quieted: what x86's additions return for `acc + x`, and so the JIT's.
     ///
     /// Both slices must be exactly `self.size()` bytes long.
     pub fn add_assign(self, acc: &mut [u8], x: &[u8]) {
@@ -161,9 +162,19 @@ impl DType {
                 acc.copy_from_slice(&v.to_le_bytes());
             }};
         }
+        // The NaN is chosen here rather than left to `+`: which of two NaN operands an
+        // addition returns is open in Rust, and the optimiser swaps an addition's operands
+        // freely (it did for complex64 once the crates were optimised as one program).
         macro_rules! float {
-            ($t:ty) => {{
-                let v = <$t>::from_le_bytes(arr(acc)) + <$t>::from_le_bytes(arr(x));
+            ($t:ty, $quiet:expr) => {{
+                let (a, b) = (<$t>::from_le_bytes(arr(acc)), <$t>::from_le_bytes(arr(x)));
+                let v = if a.is_nan() {
+                    <$t>::from_bits(a.to_bits() | $quiet)
+                } else if b.is_nan() {
+                    <$t>::from_bits(b.to_bits() | $quiet)
+                } else {
+                    a + b
+                };
                 acc.copy_from_slice(&v.to_le_bytes());
             }};
         }
@@ -173,8 +184,8 @@ impl DType {
             DType::I32 | DType::U32 => int!(u32),
             DType::I64 | DType::U64 => int!(u64),
             DType::Bool => acc[0] = u8::from(acc[0] != 0 || x[0] != 0),
-            DType::F32 => float!(f32),
-            DType::F64 => float!(f64),
+            DType::F32 => float!(f32, 0x0040_0000),
+            DType::F64 => float!(f64, 0x0008_0000_0000_0000),
             DType::F16 => {
                 let a = half::f16::from_le_bytes(arr(acc)).to_f32();
                 let b = half::f16::from_le_bytes(arr(x)).to_f32();
