@@ -47,8 +47,10 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
         return None;
     }
     let reads = !s.action.is_fill();
+    let original = s;
     let mut s = s.clone();
     let reductions = s.loops.split_off(reduction_split(&s));
+    let reduction_count = reductions.len();
     s.loops.retain(|l| l.extent != 1);
     if !s.action.is_accumulate() {
         s.loops
@@ -57,6 +59,13 @@ pub(crate) fn coalesce_stmt(s: &LoopStmt) -> Option<LoopStmt> {
     // A window is a part of the run: the run stays as it is.
     while merge_adjacent(&mut s, reads) || (s.window.is_none() && merge_into_run(&mut s, reads)) {}
     s.loops.extend(reductions);
+    if s.loops.len() - reduction_split(&s) != reduction_count {
+        // A loop of extent 1 that was removed separated outer loops of destination stride 0
+        // from the reduction loops, which they would now join: more terms per sum than the
+        // statement had (and than the verifier lets code generation unroll). Found by the
+        // fuzz target `loop_passes_keep_random_loop_kernels`.
+        return Some(original.clone());
+    }
     Some(s)
 }
 
@@ -103,4 +112,30 @@ fn merge_into_run(s: &mut LoopStmt, reads: bool) -> bool {
     s.bytes = run;
     s.loops.pop();
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relayout_ir::{interpret_loops, parse_loop_kernel, verify_loop_kernel};
+
+    #[test]
+    fn a_unit_loop_before_the_reductions_keeps_them_apart() {
+        // `i2` (one value) separates `i1` (destination stride 0) from the reduction loops
+        // `i3` and `i4`: removed, `i1` would join them, 150 terms per sum instead of 30.
+        let text = "loops @tight(%src: tensor<276xf32>) -> (%dst: tensor<12xf32>) {
+  accumulate 4 bytes %dst[8 + 12 * i0 - 16 * i2] += %src[0 + 276 * i0 + 48 * i1 - 36 * i2 + 16 * i3] within bytes -12 + 4 * i4 to 0 + 4 * i4
+      for i0 in 0 to 4, i1 in 0 to 5, i2 in 0 to 1, i3 in 0 to 6, i4 in 0 to 5
+}";
+        let k = parse_loop_kernel(text).unwrap();
+        verify_loop_kernel(&k).unwrap();
+        let out = Coalesce.run_loops(&k).unwrap();
+        verify_loop_kernel(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+        assert_eq!(out.stmts[0].reduction_loops(), 2, "{out}");
+        let src: Vec<u8> = (0..276 * 4).map(|i| (i * 7 + 3) as u8).collect();
+        let (mut want, mut got) = (vec![0u8; 48], vec![0u8; 48]);
+        interpret_loops(&k, &src, &mut want).unwrap();
+        interpret_loops(&out, &src, &mut got).unwrap();
+        assert_eq!(want, got);
+    }
 }
